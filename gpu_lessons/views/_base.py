@@ -1,0 +1,96 @@
+"""What every explorer shares: the Explorer widget, a colour-blind-safe palette, labelled controls.
+
+An explorer is a ``VBox`` of controls, a readout and bokeh figures.  Subclasses implement
+``_update()``, which calls the model and writes the results into ``ColumnDataSource`` objects;
+``update()`` times it, and ``last_update_ms`` is what the benchmark script reports.  Bokeh figures
+are wrapped in ``jupyter_bokeh.BokehModel`` so they sit inside ipywidgets layouts and update in
+place when a source changes.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+import ipywidgets as widgets
+from bokeh.models import ColumnDataSource  # noqa: F401  (re-exported for explorers)
+from jupyter_bokeh import BokehModel
+
+#: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision
+#: deficiency.  Order: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+#: Control width that fits a label with its unit.
+STYLE = {"description_width": "190px"}
+LAYOUT = widgets.Layout(width="460px")
+
+
+class Explorer(widgets.VBox):
+    """Base class: controls on top, a one-line readout, then the plots."""
+
+    title = ""
+
+    def __init__(self, controls: dict, figures: list, notes: str = ""):
+        self.controls = controls
+        self.figures = figures
+        self.readout = widgets.HTML()
+        self.warning = widgets.HTML()
+        self.last_update_ms = float("nan")
+        for c in controls.values():
+            c.observe(self._on_change, names="value")
+        header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
+        if notes:
+            header.append(widgets.HTML(f"<small>{notes}</small>"))
+        grid = widgets.GridBox(list(controls.values()),
+                               layout=widgets.Layout(grid_template_columns="repeat(2, 470px)"))
+        plots = widgets.HBox([BokehModel(f) for f in figures])
+        super().__init__([*header, grid, self.readout, self.warning, plots])
+        self.update()
+
+    def _on_change(self, _change):
+        self.update()
+
+    def update(self) -> None:
+        """Recompute from the model and refresh the plots; a bad state is explained, not raised."""
+        start = time.perf_counter()
+        try:
+            self._update()
+            self.warning.value = ""
+        except (ValueError, TypeError) as exc:  # the model refused this combination: say why
+            self.warning.value = f"<span style='color:{PALETTE[3]}'>⚠ {html.escape(str(exc))}</span>"
+        self.last_update_ms = (time.perf_counter() - start) * 1e3
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
+    def set_readout(self, text: str) -> None:
+        self.readout.value = text
+
+
+def slider(label: str, value, low, high, step=1, *, integer=True, unit: str = "") -> widgets.Widget:
+    """A labelled slider whose label carries its unit, e.g. 'block size (threads)'."""
+    cls = widgets.IntSlider if integer else widgets.FloatSlider
+    desc = f"{label} ({unit})" if unit else label
+    return cls(value=value, min=low, max=high, step=step, description=desc, style=STYLE,
+               layout=LAYOUT, continuous_update=False)
+
+
+def log_slider(label: str, value, low_exp, high_exp, *, unit: str = "") -> widgets.Widget:
+    desc = f"{label} ({unit})" if unit else label
+    return widgets.FloatLogSlider(value=value, min=low_exp, max=high_exp, step=0.05, base=10,
+                                  description=desc, style=STYLE, layout=LAYOUT,
+                                  continuous_update=False)
+
+
+def dropdown(label: str, options, value=None) -> widgets.Dropdown:
+    options = list(options)
+    return widgets.Dropdown(options=options, value=value if value is not None else options[0],
+                            description=label, style=STYLE, layout=LAYOUT)
+
+
+def fmt(x: float, unit: str, digits: int = 3) -> str:
+    """Engineering format with SI prefix and unit: fmt(4.8e12, 'B/s') -> '4.8 TB/s'."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.{digits}g} {prefix}{unit}"
+    return f"{x:.{digits}g} {unit}"

@@ -1,0 +1,448 @@
+"""Memory transactions of one warp-wide load, counted the way Nsight Compute counts them.
+
+Global memory (Volta and later)
+    L1 and L2 lines are 128 bytes, split into four 32-byte *sectors*; only the sectors a warp
+    touches move (errata E9: a line is no longer the unit of transfer).  One warp-wide load
+    instruction is one *request*, and it costs as many sectors as there are distinct 32-byte
+    segments among its lanes' accesses.  Nsight Compute reports the two as
+    ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` and
+    ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum``.
+    Sources: CUDA C++ Best Practices Guide §10.2.1 "Coalesced Access to Global Memory";
+    Nsight Compute Kernel Profiling Guide, "Memory Tables" (request, sector, wavefront).
+
+Shared memory
+    32 banks, each 4 bytes wide: ``bank = (address // 4) % 32``.  Lanes that read the same
+    32-bit word share it (broadcast); lanes that read *different* words of one bank are
+    served one word per cycle, so an n-way conflict costs n *wavefronts*.  A wavefront
+    delivers at most 32 banks x 4 B = 128 bytes, so a warp's 8-byte load is processed as two
+    half-warp phases and a 16-byte load as four quarter-warp phases (fewer when lanes pair
+    up on the same address), and conflicts are counted inside each phase (see
+    :func:`shared_load` for the full rule and its sources).
+    Nsight Compute: ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum`` and
+    ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum`` (wavefronts beyond the ideal).
+    Source: CUDA C++ Programming Guide, "Compute Capability 5.x → Shared Memory" (the same
+    bank layout holds for every later compute capability).
+
+>>> global_load(strided(1)).sectors          # 32 consecutive floats
+4
+>>> global_load(strided(1, offset=4)).sectors  # the same, 4 bytes off
+5
+>>> shared_load(tile_column(0, width=32)).wavefronts             # column of a 32x32 tile
+32
+>>> shared_load(tile_column(0, width=32, padding=1)).wavefronts  # pad one column
+1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+
+#: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
+WARP_SIZE = 32
+#: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
+SECTOR_BYTES = 32
+#: L1/L2 cache line: four sectors (Nsight Compute Kernel Profiling Guide, "sector").
+LINE_BYTES = 128
+#: Shared-memory banks and bank width (Programming Guide, "Compute Capability 5.x").
+BANKS = 32
+BANK_BYTES = 4
+#: Bytes one shared-memory wavefront can deliver: one word from each bank.
+WAVEFRONT_BYTES = BANKS * BANK_BYTES
+#: Per-thread access widths the load instructions offer (LD/LDS .8 .16 .32 .64 .128).
+ACCESS_SIZES = (1, 2, 4, 8, 16)
+
+# Keeps every address computation exact in int64; far beyond any device's address space.
+_ADDRESS_LIMIT = 2**62
+# Word indices stay below 2**60, so a phase number (< 4) fits above them in an int64.
+_PHASE_SHIFT = 60
+
+
+# -- results ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class GlobalLoad:
+    """One warp's global load: what it asked for and the 32-byte sectors that had to move.
+
+    ``lane_sector[i]`` is the sector index (``address // 32``) lane ``i`` reads, ``None`` for
+    an inactive lane; a naturally aligned access of at most 16 bytes never straddles two
+    sectors, so one index per lane is the whole map.
+    """
+
+    addresses: tuple[int | None, ...]
+    bytes_per_thread: int
+    sectors: int
+    lines: int
+    requests: int
+    lane_sector: tuple[int | None, ...]
+
+    @property
+    def active_lanes(self) -> int:
+        return sum(a is not None for a in self.addresses)
+
+    @property
+    def requested_bytes(self) -> int:
+        """Active lanes x bytes per thread (lanes reading the same bytes each count)."""
+        return self.active_lanes * self.bytes_per_thread
+
+    @property
+    def moved_bytes(self) -> int:
+        """Sectors x 32 bytes: what L1 actually fetches for this request."""
+        return self.sectors * SECTOR_BYTES
+
+    @property
+    def efficiency(self) -> float:
+        """requested / moved bytes.  Above 1 when lanes share data (a broadcast moves 32 B
+        and serves 32 lanes), 0 when no lane is active."""
+        return self.requested_bytes / self.moved_bytes if self.sectors else 0.0
+
+    @property
+    def sector_ids(self) -> tuple[int, ...]:
+        """The distinct sectors touched, ascending."""
+        return tuple(sorted({s for s in self.lane_sector if s is not None}))
+
+    def __repr__(self) -> str:
+        return (f"GlobalLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
+                f"{_n(self.sectors, 'sector')}, {_n(self.lines, 'line')}, "
+                f"{_n(self.requests, 'request')}, "
+                f"requested {self.requested_bytes} B, moved {self.moved_bytes} B, "
+                f"efficiency {self.efficiency:.0%})")
+
+    def _repr_html_(self) -> str:
+        rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
+                ("access size", f"{self.bytes_per_thread} B per thread"),
+                ("requests", f"{self.requests}"),
+                ("sectors (32 B)", f"{self.sectors}"),
+                ("lines (128 B)", f"{self.lines}"),
+                ("requested", f"{self.requested_bytes} B"),
+                ("moved", f"{self.moved_bytes} B"),
+                ("efficiency", f"{self.efficiency:.0%}")]
+        return _html_table("Global load, one warp", rows)
+
+
+@dataclass(frozen=True, repr=False)
+class SharedLoad:
+    """One warp's shared-memory load: wavefronts, bank conflicts and the bank map.
+
+    ``lane_banks[i]``: the banks lane ``i`` reads (one bank for accesses of up to 4 bytes,
+    two for 8 bytes, four for 16 bytes; empty for an inactive lane).
+    ``lane_phase[i]``: which phase (group of lanes served together) lane ``i`` belongs to.
+    ``bank_words[p][k]``: distinct 32-bit words phase ``p`` reads from bank ``k``; the
+    phase costs ``max(bank_words[p])`` wavefronts.
+    """
+
+    addresses: tuple[int | None, ...]
+    bytes_per_thread: int
+    wavefronts: int
+    ideal_wavefronts: int
+    lane_banks: tuple[tuple[int, ...], ...]
+    lane_phase: tuple[int | None, ...]
+    bank_words: tuple[tuple[int, ...], ...]
+
+    @property
+    def bank_conflicts(self) -> int:
+        """Wavefronts beyond the ideal: what Nsight Compute's
+        ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum`` counts."""
+        return self.wavefronts - self.ideal_wavefronts
+
+    @property
+    def phases(self) -> int:
+        return len(self.bank_words)
+
+    @property
+    def active_lanes(self) -> int:
+        return sum(a is not None for a in self.addresses)
+
+    @property
+    def ways(self) -> int:
+        """The worst conflict degree in any phase (1 = conflict-free, 0 = no active lane)."""
+        return max((max(p) for p in self.bank_words), default=0)
+
+    def __repr__(self) -> str:
+        return (f"SharedLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
+                f"{_n(self.wavefronts, 'wavefront')} (ideal {self.ideal_wavefronts}), "
+                f"{_n(self.bank_conflicts, 'bank conflict')}, {_n(self.phases, 'phase')}, "
+                f"worst {self.ways}-way)")
+
+    def _repr_html_(self) -> str:
+        rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
+                ("access size", f"{self.bytes_per_thread} B per thread"),
+                ("phases", f"{self.phases}"),
+                ("wavefronts", f"{self.wavefronts}"),
+                ("ideal wavefronts", f"{self.ideal_wavefronts}"),
+                ("bank conflicts", f"{self.bank_conflicts}"),
+                ("worst conflict", f"{self.ways}-way")]
+        return _html_table("Shared-memory load, one warp", rows)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _html_table(caption: str, rows) -> str:
+    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    return f"<table><caption>{caption}</caption>{body}</table>"
+
+
+# -- the models ---------------------------------------------------------------------------------
+
+def global_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> GlobalLoad:
+    """Sectors and lines one warp-wide global load touches.
+
+    ``addresses``: 32 byte addresses, one per lane (``None`` = inactive lane); ``mask``:
+    optional 32 bools, ``False`` = inactive.  Each active lane reads ``bytes_per_thread``
+    bytes starting at its address, which must be a multiple of ``bytes_per_thread``.
+
+    sectors  = |{ floor(a / 32) : a an active lane's address }|
+    lines    = |{ floor(a / 128) }|
+    requests = 1 (one warp instruction), 0 if no lane is active
+
+    A naturally aligned access of b <= 16 bytes lies inside one 32-byte sector, so "every
+    sector overlapping [a, a+b)" is the single sector ``a // 32``.  Measured with Nsight
+    Compute on an H200 (sectors / requests): 4 sectors for 32 consecutive floats, 5 when
+    misaligned by 4 bytes, 8 at stride 2, 32 at stride >= 8, 1 when every lane reads one
+    address, 8 for 32 consecutive doubles, 16 for 32 consecutive float4 (these and every other
+    pattern in ``tests/data/h200_ncu_memory.json`` match exactly).
+    """
+    a, active, b = _lanes(addresses, bytes_per_thread, mask)
+    sector = a // SECTOR_BYTES
+    touched = np.unique(sector[active])
+    lines = np.unique(touched // (LINE_BYTES // SECTOR_BYTES)).size
+    return GlobalLoad(
+        addresses=_as_tuple(a, active),
+        bytes_per_thread=b,
+        sectors=int(touched.size),
+        lines=int(lines),
+        requests=int(active.any()),
+        lane_sector=_as_tuple(sector, active),
+    )
+
+
+def shared_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> SharedLoad:
+    """Wavefronts and bank conflicts of one warp-wide shared-memory load.
+
+    Same arguments as :func:`global_load`.  The rule, step by step:
+
+    1. Each active lane reads ``max(1, b/4)`` consecutive 32-bit words starting at word
+       ``a // 4``; word ``w`` lives in bank ``w % 32``.
+    2. Lanes are split into *phases* so that a conflict-free phase fits in one 128-byte
+       wavefront: for b <= 4 the whole warp is one phase (32 x 4 B = 128 B); for b = 8, two
+       half-warps (lanes 0-15, 16-31); for b = 16, four quarter-warps (0-7, 8-15, ...).
+    3. Exception for 8- and 16-byte loads: if every active lane i finds lane i^1 inactive or
+       reading the same address -- or every active lane finds lane i^2 so; one of the two
+       must hold across the whole warp -- lanes pair up, each pair needs one copy of the
+       data, and neighbouring phases merge: one 32-lane phase for b = 8, two half-warp
+       phases for b = 16 (half-warps never merge further).  Source: NVIDIA Developer
+       Forums, "Unexpected shared memory bank conflict" (2019, answer from NVIDIA, stated
+       for CC 7.0-7.5: a 128-bit load drops from 4 requests to 2).  Measured with Nsight
+       Compute on an H200 (CC 9.0): an 8-byte broadcast costs 1 wavefront, a 16-byte
+       broadcast 2, lanes reading double ``i // 2`` 1 (``tests/data/h200_ncu_memory.json``).
+    4. A phase costs as many wavefronts as the most distinct words any single bank must
+       deliver in it (same word = broadcast, no cost); a phase with no active lane is
+       skipped (costs 0).
+
+    wavefronts       = sum over phases of max_bank |distinct words of that bank|
+    ideal_wavefronts = number of phases with an active lane
+    bank_conflicts   = wavefronts - ideal_wavefronts
+
+    So 32 distinct, conflict-free 8-byte reads cost 2 wavefronts and 0 conflicts, 16-byte
+    ones 4 and 0, and 32 lanes reading different words of one bank cost 32 wavefronts and
+    31 conflicts.  The rule reproduces every H200 shared-load measurement in that file.
+    """
+    a, active, b = _lanes(addresses, bytes_per_thread, mask)
+    words_per_lane = max(1, b // BANK_BYTES)
+    words = (a // BANK_BYTES)[:, None] + np.arange(words_per_lane)
+    lanes_per_phase = WARP_SIZE if b <= BANK_BYTES else WAVEFRONT_BYTES // b
+    if b > BANK_BYTES and _pairs_share_addresses(a, active):
+        lanes_per_phase *= 2
+    phase = np.arange(WARP_SIZE) // lanes_per_phase
+
+    n_phases = WARP_SIZE // lanes_per_phase
+    # One sort for all phases: tag each word with its phase in bits the words never use.
+    tagged = np.unique((phase[:, None] << _PHASE_SHIFT | words)[active])
+    slot = (tagged >> _PHASE_SHIFT) * BANKS + tagged % BANKS
+    counts = np.bincount(slot, minlength=n_phases * BANKS).reshape(n_phases, BANKS)
+    per_phase = counts.max(axis=1)
+    banks = words % BANKS
+    return SharedLoad(
+        addresses=_as_tuple(a, active),
+        bytes_per_thread=b,
+        wavefronts=int(per_phase.sum()),
+        ideal_wavefronts=int(np.count_nonzero(per_phase)),
+        lane_banks=tuple(tuple(row) if on else ()
+                         for row, on in zip(banks.tolist(), active, strict=True)),
+        lane_phase=_as_tuple(phase, active),
+        bank_words=tuple(tuple(row) for row in counts.tolist()),
+    )
+
+
+def _pairs_share_addresses(a: np.ndarray, active: np.ndarray) -> bool:
+    """True when, across the whole warp, lanes i and i^1 -- or lanes i and i^2 -- never need
+    different data (an inactive partner needs nothing)."""
+    for partner in (np.arange(WARP_SIZE) ^ 1, np.arange(WARP_SIZE) ^ 2):
+        if np.all(~active | ~active[partner] | (a == a[partner])):
+            return True
+    return False
+
+
+# -- input checks -------------------------------------------------------------------------------
+
+def _lanes(addresses, bytes_per_thread, mask) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validate one warp's addresses; return (int64 addresses, active lanes, access size)."""
+    b = _validate.integer("bytes_per_thread", bytes_per_thread)
+    _validate.choice("bytes_per_thread", b, ACCESS_SIZES)
+    if isinstance(addresses, (str, bytes)) or not isinstance(addresses, (Sequence, np.ndarray)):
+        raise TypeError(f"addresses must be a list or array of {WARP_SIZE} byte addresses "
+                        f"(int, or None for an inactive lane), got {type(addresses).__name__}")
+    if len(addresses) != WARP_SIZE:
+        raise ValueError(f"addresses must have exactly {WARP_SIZE} entries (one per lane of a "
+                         f"warp), got {len(addresses)}")
+
+    arr = None
+    if isinstance(addresses, np.ndarray) and addresses.dtype.kind in "iu":
+        arr = addresses
+    elif all(type(v) is int for v in addresses):  # the common case: skip the per-lane loop
+        arr = np.array(addresses)
+        if arr.dtype.kind not in "iu":  # too large for int64: the loop below reports it
+            arr = None
+    if arr is not None:
+        if arr.ndim != 1:
+            raise ValueError(f"addresses must be one-dimensional with {WARP_SIZE} entries, "
+                             f"got shape {arr.shape}")
+        bad = np.flatnonzero((arr < 0) | (arr >= _ADDRESS_LIMIT))
+        if bad.size:
+            i = int(bad[0])
+            _validate.integer(f"addresses[{i}]", int(arr[i]), low=0, high=_ADDRESS_LIMIT - 1)
+        a = arr.astype(np.int64)
+        active = np.ones(WARP_SIZE, dtype=bool)
+    else:
+        a = np.zeros(WARP_SIZE, dtype=np.int64)
+        active = np.ones(WARP_SIZE, dtype=bool)
+        for i, v in enumerate(addresses):
+            if v is None:
+                active[i] = False
+            else:
+                a[i] = _validate.integer(f"addresses[{i}]", v, low=0, high=_ADDRESS_LIMIT - 1)
+
+    if mask is not None:
+        on = _mask(mask)
+        clash = np.flatnonzero(on & ~active)
+        if clash.size:
+            i = int(clash[0])
+            raise ValueError(f"addresses[{i}] is None but mask[{i}] is True: an active lane "
+                             f"needs an address (set mask[{i}]=False to switch the lane off)")
+        active = on
+
+    misaligned = np.flatnonzero(active & (a % b != 0))
+    if misaligned.size:
+        i = int(misaligned[0])
+        raise ValueError(
+            f"addresses[{i}]={int(a[i])} is not aligned to bytes_per_thread={b}: a {b}-byte "
+            f"access must start at a multiple of {b} (the hardware faults with 'misaligned "
+            f"address' otherwise); use addresses that are multiples of {b}")
+    a[~active] = 0
+    return a, active, b
+
+
+def _mask(mask) -> np.ndarray:
+    if isinstance(mask, (str, bytes)) or not isinstance(mask, (Sequence, np.ndarray)):
+        raise TypeError(f"mask must be a list or array of {WARP_SIZE} bools, "
+                        f"got {type(mask).__name__}")
+    if len(mask) != WARP_SIZE:
+        raise ValueError(f"mask must have exactly {WARP_SIZE} entries (one per lane), "
+                         f"got {len(mask)}")
+    if isinstance(mask, np.ndarray) and mask.dtype == bool:
+        return mask.astype(bool, copy=True).ravel()
+    for i, m in enumerate(mask):
+        if not isinstance(m, (bool, np.bool_)):
+            raise TypeError(f"mask[{i}] must be True or False, got {m!r} ({type(m).__name__})")
+    return np.array(mask, dtype=bool)
+
+
+def _as_tuple(values: np.ndarray, active: np.ndarray) -> tuple[int | None, ...]:
+    return tuple(v if on else None for v, on in zip(values.tolist(), active.tolist(), strict=True))
+
+
+# -- common access patterns -> the 32 addresses -------------------------------------------------
+
+def strided(stride: int = 1, *, element_bytes: int = 4, offset: int = 0) -> list[int]:
+    """Lane i reads element ``i x stride`` of an array that starts ``offset`` bytes past an
+    aligned base: address = offset + i x stride x element_bytes.
+
+    ``stride`` is in elements (0 = every lane reads the same element); ``offset`` is in bytes,
+    so ``strided(1, offset=4)`` is the classic "misaligned by one float" case.
+    """
+    stride = _validate.integer("stride", stride, low=0)
+    eb = _validate.integer("element_bytes", element_bytes, low=1)
+    offset = _validate.integer("offset", offset, low=0)
+    return [offset + lane * stride * eb for lane in range(WARP_SIZE)]
+
+
+def broadcast(address: int = 0) -> list[int]:
+    """Every lane reads the same address."""
+    address = _validate.integer("address", address, low=0)
+    return [address] * WARP_SIZE
+
+
+def aos_field(struct_bytes: int, field_offset: int = 0, *, start: int = 0) -> list[int]:
+    """Array of structures: lane i reads one field of struct ``start + i``.
+
+    address = (start + i) x struct_bytes + field_offset.  With 12-byte structs (three floats)
+    the warp's 32 floats are spread over 384 bytes instead of 128.
+    """
+    sb = _validate.integer("struct_bytes", struct_bytes, low=1)
+    fo = _validate.integer("field_offset", field_offset, low=0, high=sb - 1)
+    start = _validate.integer("start", start, low=0)
+    return [(start + lane) * sb + fo for lane in range(WARP_SIZE)]
+
+
+def soa_field(field: int = 0, *, length: int, element_bytes: int = 4,
+              start: int = 0) -> list[int]:
+    """Structure of arrays: lane i reads element ``start + i`` of field array ``field``.
+
+    Field ``k`` is a separate array of ``length`` elements placed after the previous ones:
+    address = (field x length + start + i) x element_bytes.
+    """
+    field = _validate.integer("field", field, low=0)
+    length = _validate.integer("length", length, low=WARP_SIZE)
+    eb = _validate.integer("element_bytes", element_bytes, low=1)
+    start = _validate.integer("start", start, low=0, high=length - WARP_SIZE)
+    return [(field * length + start + lane) * eb for lane in range(WARP_SIZE)]
+
+
+def matrix_row(row: int, *, ld: int, element_bytes: int = 4, col: int = 0) -> list[int]:
+    """Row-major matrix with leading dimension ``ld`` (elements per row): lane i reads
+    ``A[row, col + i]``, address = (row x ld + col + i) x element_bytes."""
+    row = _validate.integer("row", row, low=0)
+    ld = _validate.integer("ld", ld, low=WARP_SIZE)
+    eb = _validate.integer("element_bytes", element_bytes, low=1)
+    col = _validate.integer("col", col, low=0, high=ld - WARP_SIZE)
+    return [(row * ld + col + lane) * eb for lane in range(WARP_SIZE)]
+
+
+def matrix_column(col: int, *, ld: int, element_bytes: int = 4, row: int = 0) -> list[int]:
+    """Row-major matrix with leading dimension ``ld``: lane i reads ``A[row + i, col]``,
+    address = ((row + i) x ld + col) x element_bytes.  Consecutive lanes are
+    ``ld x element_bytes`` bytes apart."""
+    ld = _validate.integer("ld", ld, low=1)
+    col = _validate.integer("col", col, low=0, high=ld - 1)
+    eb = _validate.integer("element_bytes", element_bytes, low=1)
+    row = _validate.integer("row", row, low=0)
+    return [((row + lane) * ld + col) * eb for lane in range(WARP_SIZE)]
+
+
+def tile_column(col: int, *, width: int = 32, padding: int = 0,
+                element_bytes: int = 4) -> list[int]:
+    """A shared-memory tile ``T[32][width + padding]``: lane i reads ``T[i][col]``.
+
+    Unpadded 32-wide float tile: every lane hits bank ``col`` (a 32-way conflict).  One
+    column of padding shifts row i by i banks, so the column spreads over all 32 banks.
+    """
+    width = _validate.integer("width", width, low=1)
+    padding = _validate.integer("padding", padding, low=0)
+    col = _validate.integer("col", col, low=0, high=width - 1)
+    return matrix_column(col, ld=width + padding, element_bytes=element_bytes)

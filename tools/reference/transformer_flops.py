@@ -63,7 +63,7 @@ OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "torch_tr
 CONFIGS = [
     dict(name="tiny", batch=2, seq_len=16, d_model=32, n_layers=2, d_ff=128, vocab_size=100,
          n_heads=4),
-    dict(name="one-layer-long-vocab", batch=1, seq_len=64, d_model=64, n_layers=1, d_ff=256,
+    dict(name="one-layer", batch=1, seq_len=64, d_model=64, n_layers=1, d_ff=256,
          vocab_size=257, n_heads=2),
     dict(name="narrow-mlp", batch=3, seq_len=32, d_model=48, n_layers=3, d_ff=96,
          vocab_size=50, n_heads=6),

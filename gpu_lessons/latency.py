@@ -1,0 +1,500 @@
+"""Latency hiding: how many warps, and how much independent work, keep a GPU busy.
+
+The workload
+    Each warp loops over iterations of ``a·j`` independent ALU instructions followed by ``j``
+    independent loads (``a`` = ``alu_per_load``, ``j`` = ``ilp``, loads in flight per warp);
+    the next iteration needs the loaded data.  A load's data arrives ``L`` cycles after it
+    issues.  One warp scheduler (an SM sub-partition: 4 per SM since Volta, each issuing one
+    warp instruction per cycle — Volta, Ampere and Hopper whitepapers) picks a ready warp
+    every cycle.
+
+Closed form (one scheduler, ``n`` warps)
+    A warp alone issues ``I = j·(a+1)`` instructions per iteration; its last load issues
+    ``I − 1`` cycles after the iteration starts and the data is back ``L`` cycles later, so an
+    iteration takes ``T = I − 1 + L`` cycles.  ``n`` warps overlap at best perfectly until the
+    scheduler is busy every cycle::
+
+        issue rate   R(n) = min(1, n·I / T)          instructions per cycle
+        loads/cycle       = R(n) · j / I
+        saturation   n*   = T / I                    warps needed to hide the latency
+
+    These are the asymptotic bounds of a closed queueing network with one server (the
+    scheduler, demand ``I`` cycles per iteration) and a pure delay (``L − 1``): throughput
+    ``X(n) <= min(n / (D + Z), 1 / D)`` (Lazowska, Zahorjan, Graham, Sevcik, *Quantitative
+    System Performance*, 1984, ch. 5).  It is Little's law applied to the warps: to keep one
+    instruction issuing per cycle, ``T/I`` warps must be in flight (V. Volkov, *Understanding
+    Latency Hiding on GPUs*, PhD thesis, UC Berkeley, 2016, ch. 4).  :func:`simulate` runs the
+    same machine cycle by cycle; with a greedy-then-oldest scheduler it lands on the bound,
+    with loose round robin well below it near the knee (the warps bunch up and wait
+    together; :func:`issue_rate` with ``policy="lrr"`` gives that curve too).
+
+Little's law for memory
+    bytes in flight = bandwidth × latency.  H100 SXM: 3.35 TB/s × 600 ns ≈ 2.0 MB, about
+    15 KB per SM — more than 64 warps × 32 threads × 4 B = 8 KB, so full occupancy alone
+    cannot saturate HBM with 4-byte loads: each thread needs ≥ 2 loads in flight (ILP) or
+    wider loads.  That is the seed's point (and V. Volkov, "Better Performance at Lower
+    Occupancy", GTC 2010): fewer warps with more independent work each can beat high
+    occupancy.  :func:`compare` shows it with the occupancy calculator's warps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+
+#: DRAM load latency used when none is given, in ns.  A round figure: unloaded
+#: pointer-chasing latencies on V100/A100/H100-class GPUs are a few hundred ns and grow under
+#: load toward ~600 ns and beyond, which is what a bandwidth-bound kernel sees.  It is the
+#: figure the course's lesson outline uses for H100 HBM; replace it with a measured one
+#: (``latency_ns=``) where you have it.
+DEFAULT_LATENCY_NS = 600.0
+LATENCY_SOURCE = ("course round figure for loaded HBM latency (lesson outline, notebook 01); "
+                  "pass latency_ns= with a measured value for a specific GPU")
+#: Warp schedulers per SM: 4 processing blocks per SM on Volta, Turing, Ampere, Ada and
+#: Hopper, each dispatching one warp instruction per clock (NVIDIA architecture whitepapers).
+SCHEDULERS_PER_SM = 4
+WARP_SIZE = 32
+POLICIES = ("gto", "lrr")
+
+
+# -- one scheduler: closed form --------------------------------------------------------------------
+
+def _params(alu_per_load, ilp, latency):
+    a = _validate.integer("alu_per_load", alu_per_load, low=0, high=10_000)
+    j = _validate.integer("ilp", ilp, low=1, high=1024)
+    L = _validate.real("latency", latency, low=1.0, high=1e7)
+    return a, j, L
+
+
+def _warps_array(warps):
+    w = np.asarray(warps)
+    if w.dtype == bool or w.dtype.kind not in "iuf" or w.size == 0:
+        raise TypeError(f"warps must be a positive number or an array of them, got {warps!r}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"warps must be >= 0 and finite, got {warps!r}")
+    return w.astype(float)
+
+
+def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
+               policy: str = "gto"):
+    """Closed form: instructions per cycle of one scheduler with ``warps`` warps.
+
+    ``policy="gto"`` (the default) is the bound ``R(n) = min(1, n·I/T)`` of the module
+    docstring, which a greedy-then-oldest scheduler reaches: it lets one warp run until it
+    waits, so warps' memory phases end up staggered.
+
+    ``policy="lrr"`` approximates loose round robin, which interleaves the warps one
+    instruction each: every warp then stretches its ``I`` instructions over ``n·I`` cycles,
+    they all reach their loads together and all wait together, so one round takes
+    ``n·(I − 1) + L`` cycles: ``R(n) ≈ min(1, n·I / (n·(I − 1) + L))`` (within about 12 %
+    of :func:`simulate`; exact when ``I = 1``).  This bunching is why GPUs moved to
+    greedy/two-level schedulers (Narasiman et al., "Improving GPU Performance via Large
+    Warps and Two-Level Warp Scheduling", MICRO 2011).
+
+    ``warps`` may be a number or a NumPy array (a whole curve in one call); ``latency`` in
+    cycles.
+    """
+    a, j, L = _params(alu_per_load, ilp, latency)
+    _validate.choice("policy", policy, POLICIES)
+    w = _warps_array(warps)
+    per_iter = j * (a + 1)
+    if policy == "gto":
+        r = np.minimum(1.0, w * per_iter / (per_iter - 1 + L))
+    else:
+        r = np.minimum(1.0, w * per_iter / (w * (per_iter - 1) + L))
+    return float(r) if r.ndim == 0 else r
+
+
+def warps_to_saturate(*, alu_per_load: int, latency: float, ilp: int = 1) -> float:
+    """``n* = T / I``: warps per scheduler needed to issue every cycle."""
+    a, j, L = _params(alu_per_load, ilp, latency)
+    per_iter = j * (a + 1)
+    return (per_iter - 1 + L) / per_iter
+
+
+@dataclass(frozen=True)
+class HidingCurve:
+    """Issue rate and loads per cycle of one scheduler for 1..max warps (closed form)."""
+
+    warps: np.ndarray
+    issue_rate: np.ndarray
+    loads_per_cycle: np.ndarray
+    alu_per_load: int
+    ilp: int
+    latency: float
+    saturation: float
+
+    def __repr__(self) -> str:
+        return (f"HidingCurve({self.warps[0]:.0f}..{self.warps[-1]:.0f} warps, "
+                f"{self.alu_per_load} ALU/load, ILP {self.ilp}, latency {self.latency:g} "
+                f"cycles: saturates at {self.saturation:.1f} warps)")
+
+
+def curve(max_warps: int = 16, *, alu_per_load: int, latency: float, ilp: int = 1,
+          policy: str = "gto") -> HidingCurve:
+    """The closed form for 1..``max_warps`` warps on one scheduler (fast enough for a slider)."""
+    n = _validate.integer("max_warps", max_warps, low=1, high=4096)
+    a, j, L = _params(alu_per_load, ilp, latency)
+    w = np.arange(1, n + 1, dtype=float)
+    r = issue_rate(w, alu_per_load=a, latency=L, ilp=j, policy=policy)
+    return HidingCurve(w, r, r * j / (j * (a + 1)), a, j, L,
+                       warps_to_saturate(alu_per_load=a, latency=L, ilp=j))
+
+
+# -- one scheduler: cycle-by-cycle simulation ------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class SchedulerRun:
+    """A cycle-level run of one scheduler.
+
+    ``issue_rate`` and ``loads_per_cycle`` are measured over the steady-state window
+    (after a warm-up); ``closed_form`` is :func:`issue_rate` for the same inputs and policy.
+    ``timeline[c]``: the warp that issued at cycle ``c`` (−1: nothing ready, a stall) for the
+    first cycles, and ``timeline_load[c]`` whether that instruction was a load.
+    """
+
+    warps: int
+    alu_per_load: int
+    ilp: int
+    latency: int
+    policy: str
+    issue_rate: float
+    loads_per_cycle: float
+    closed_form: float
+    cycles: int
+    timeline: np.ndarray
+    timeline_load: np.ndarray
+
+    def __repr__(self) -> str:
+        return (f"SchedulerRun({self.warps} warps, {self.alu_per_load} ALU/load, ILP "
+                f"{self.ilp}, latency {self.latency} cycles, {self.policy}: issue rate "
+                f"{self.issue_rate:.3f} instructions/cycle (closed form "
+                f"{self.closed_form:.3f}), {self.loads_per_cycle:.4f} loads/cycle)")
+
+
+def simulate(warps: int, *, alu_per_load: int, latency: int, ilp: int = 1,
+             policy: str = "gto", trace_cycles: int = 400) -> SchedulerRun:
+    """Run one warp scheduler cycle by cycle.
+
+    Every cycle the scheduler issues one instruction from a ready warp: ``"gto"`` (greedy
+    then oldest: stay on the last warp while it is ready, else the lowest-numbered ready
+    warp; T. Rogers et al., MICRO 2012) or ``"lrr"`` (loose round robin: the next ready warp
+    after the last one).  ALU instructions and loads of one iteration are independent, so a
+    warp stays ready through them; after its last load it waits ``latency`` cycles.
+    Runs 2 periods of warm-up and measures over the next 8 (period = the larger of the
+    latency-bound and issue-bound iteration times).
+    """
+    n = _validate.integer("warps", warps, low=1, high=4096)
+    a, j, _ = _params(alu_per_load, ilp, latency)
+    L = _validate.integer("latency", latency, low=1, high=100_000)
+    _validate.choice("policy", policy, POLICIES)
+    trace_cycles = _validate.integer("trace_cycles", trace_cycles, low=0, high=100_000)
+
+    per_iter = j * (a + 1)
+    first_load = a * j
+    period = max(per_iter - 1 + L, n * per_iter)
+    warm, end = 2 * period, 10 * period
+    pc = [0] * n
+    ready = (1 << n) - 1           # bit w set: warp w can issue
+    pending: deque = deque()       # (cycle the data is back, warp); FIFO since L is fixed
+    timeline = np.full(min(trace_cycles, end), -1, dtype=np.int32)
+    timeline_load = np.zeros(timeline.size, dtype=bool)
+    cycle, last = 0, -1
+    issued = loads = 0
+    gto = policy == "gto"
+    while cycle < end:
+        while pending and pending[0][0] <= cycle:
+            ready |= 1 << pending.popleft()[1]
+        if not ready:
+            cycle = pending[0][0]  # every warp is waiting: skip the idle cycles
+            continue
+        if gto and last >= 0 and ready >> last & 1:
+            w = last
+        elif gto or last < 0:
+            w = (ready & -ready).bit_length() - 1
+        else:
+            later = ready >> (last + 1)
+            w = (last + 1 + (later & -later).bit_length() - 1 if later
+                 else (ready & -ready).bit_length() - 1)
+        k = pc[w]
+        is_load = k >= first_load
+        if cycle >= warm:
+            issued += 1
+            loads += is_load
+        if cycle < timeline.size:
+            timeline[cycle] = w
+            timeline_load[cycle] = is_load
+        k += 1
+        if k == per_iter:
+            pc[w] = 0
+            ready &= ~(1 << w)
+            pending.append((cycle + L, w))
+        else:
+            pc[w] = k
+        last = w
+        cycle += 1
+    window = end - warm
+    return SchedulerRun(n, a, j, L, policy, issued / window, loads / window,
+                        issue_rate(n, alu_per_load=a, latency=L, ilp=j, policy=policy), end,
+                        timeline, timeline_load)
+
+
+# -- a whole SM ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SMThroughput:
+    """One SM with ``warps`` resident warps spread over its schedulers.
+
+    ``limiter``: "latency" (too few loads in flight), "issue" (schedulers busy every cycle)
+    or "bandwidth" (the SM's share of DRAM bandwidth is used up).
+    """
+
+    warps: int
+    issue_rate: float           # instructions per cycle, whole SM
+    loads_per_cycle: float      # warp-wide loads per cycle
+    bytes_per_cycle: float
+    limiter: str
+
+    def __repr__(self) -> str:
+        return (f"SMThroughput({self.warps} warps: {self.issue_rate:.3f} instructions/cycle, "
+                f"{self.loads_per_cycle:.4f} loads/cycle, {self.bytes_per_cycle:.2f} B/cycle; "
+                f"limited by {self.limiter})")
+
+
+def sm_throughput(warps: int, *, alu_per_load: int, latency: float, ilp: int = 1,
+                  bytes_per_load: int = 128, bandwidth_per_cycle: float | None = None,
+                  schedulers: int = SCHEDULERS_PER_SM) -> SMThroughput:
+    """The closed form for a whole SM: warps dealt round-robin to ``schedulers`` schedulers,
+    each bounded by :func:`issue_rate`, and the total capped by ``bandwidth_per_cycle``
+    (bytes per cycle, the SM's share of DRAM bandwidth; ``None`` = no cap).
+    ``bytes_per_load``: bytes one warp-wide load brings (32 lanes × 4 B = 128 B)."""
+    n = _validate.integer("warps", warps, low=0, high=4096)
+    a, j, L = _params(alu_per_load, ilp, latency)
+    s = _validate.integer("schedulers", schedulers, low=1, high=64)
+    b = _validate.real("bytes_per_load", bytes_per_load, low=0.0, low_open=True)
+    per_sched = np.array([n // s + (1 if i < n % s else 0) for i in range(s)], dtype=float)
+    rates = issue_rate(per_sched, alu_per_load=a, latency=L, ilp=j)
+    rate = float(np.sum(rates))
+    loads = rate * j / (j * (a + 1))
+    limiter = "issue" if n and np.all(rates[per_sched > 0] >= 1.0) else "latency"
+    nbytes = loads * b
+    if bandwidth_per_cycle is not None:
+        cap = _validate.real("bandwidth_per_cycle", bandwidth_per_cycle, low=0.0,
+                             low_open=True)
+        if nbytes > cap:
+            scale = cap / nbytes
+            rate, loads, nbytes, limiter = rate * scale, loads * scale, cap, "bandwidth"
+    return SMThroughput(n, rate, loads, nbytes, limiter)
+
+
+# -- Little's law for a whole GPU ----------------------------------------------------------------
+
+def bytes_in_flight(bandwidth: float, latency_s: float) -> float:
+    """Little's law: data that must be in flight = bandwidth (B/s) × latency (s)."""
+    bw = _validate.positive("bandwidth", bandwidth)
+    lat = _validate.positive("latency_s", latency_s)
+    return bw * lat
+
+
+def _max_warps_per_sm(g) -> int:
+    from .occupancy import occupancy
+
+    # 256-thread blocks of 32 registers fit exactly the warp limit on every CC in the table.
+    return occupancy(gpu=g, threads_per_block=256, registers_per_thread=32,
+                     shared_mem_per_block=0).max_warps_per_sm
+
+
+@dataclass(frozen=True, repr=False)
+class LittlesLaw:
+    """Concurrency a GPU needs to keep its DRAM busy (Little's law)."""
+
+    gpu: str
+    bandwidth: float            # B/s
+    latency_ns: float
+    latency_cycles: float       # at the boost clock
+    bytes_in_flight: float      # whole GPU
+    bytes_per_sm: float
+    bytes_per_thread: int       # bytes each thread has in flight (load size × ILP)
+    threads_per_sm: float
+    warps_per_sm: float
+    max_warps_per_sm: int
+
+    @property
+    def enough_warps(self) -> bool:
+        """Whether full occupancy alone provides the needed concurrency."""
+        return self.warps_per_sm <= self.max_warps_per_sm
+
+    @property
+    def ilp_needed(self) -> int:
+        """Loads each thread must keep in flight when every warp slot is used."""
+        return math.ceil(self.warps_per_sm / self.max_warps_per_sm)
+
+    def __repr__(self) -> str:
+        verdict = ("full occupancy is enough" if self.enough_warps else
+                   f"an SM holds at most {self.max_warps_per_sm}, so each thread needs "
+                   f"{self.ilp_needed} loads in flight (ILP) or wider loads")
+        return (f"LittlesLaw({self.gpu}: {self.bandwidth / 1e9:,.0f} GB/s × "
+                f"{self.latency_ns:g} ns = {self.bytes_in_flight / 1e6:.2f} MB in flight, "
+                f"{self.bytes_per_sm / 1024:.1f} KiB per SM → {self.threads_per_sm:,.0f} "
+                f"threads/SM at {self.bytes_per_thread} B each = {self.warps_per_sm:.0f} "
+                f"warps/SM; {verdict})")
+
+    def _repr_html_(self) -> str:
+        rows = [("bandwidth", f"{self.bandwidth / 1e9:,.0f} GB/s"),
+                ("latency", f"{self.latency_ns:g} ns = {self.latency_cycles:,.0f} cycles"),
+                ("bytes in flight", f"{self.bytes_in_flight / 1e6:.2f} MB "
+                                    f"({self.bytes_per_sm / 1024:.1f} KiB per SM)"),
+                ("threads per SM", f"{self.threads_per_sm:,.0f} at {self.bytes_per_thread} B"),
+                ("warps per SM", f"{self.warps_per_sm:.1f} needed, {self.max_warps_per_sm} "
+                                 f"max"),
+                ("loads in flight per thread", f"{self.ilp_needed}")]
+        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+        return f"<table><caption>Little's law: {self.gpu}</caption>{body}</table>"
+
+
+def littles_law(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS,
+                bytes_per_thread: int = 4) -> LittlesLaw:
+    """Bytes, threads and warps that must be in flight to saturate ``gpu``'s DRAM.
+
+    bytes in flight = bandwidth × latency (whole GPU); per SM = that / SMs;
+    threads per SM = bytes per SM / ``bytes_per_thread`` (bytes one thread has in flight);
+    warps per SM = threads / 32.  ``gpu``: a catalog name or ``GPU``.
+    """
+    from .hardware import gpu as lookup
+
+    g = lookup(gpu)
+    lat = _validate.positive("latency_ns", latency_ns)
+    bpt = _validate.integer("bytes_per_thread", bytes_per_thread, low=1, high=1 << 20)
+    total = bytes_in_flight(g.bandwidth, lat * 1e-9)
+    per_sm = total / g.sms
+    threads = per_sm / bpt
+    cycles = lat * g.boost_mhz / 1e3 if g.boost_mhz else float("nan")
+    return LittlesLaw(g.name, g.bandwidth, lat, cycles, total, per_sm, bpt, threads,
+                      threads / WARP_SIZE, _max_warps_per_sm(g))
+
+
+# -- occupancy vs ILP -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    """A kernel configuration to compare: launch shape, resources and work per thread.
+
+    ``ilp``: independent loads each thread keeps in flight (register blocking: a thread that
+    handles ``ilp`` elements per iteration needs more registers, which lowers occupancy);
+    ``alu_per_load``: other instructions per load; ``bytes_per_load``: per thread (4 = float).
+    """
+
+    name: str
+    threads_per_block: int
+    registers_per_thread: int
+    shared_mem_per_block: int = 0
+    ilp: int = 1
+    alu_per_load: int = 2
+    bytes_per_load: int = 4
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    config: Config
+    warps_per_sm: int
+    occupancy: float
+    loads_in_flight_per_sm: int     # warp-wide loads
+    bandwidth: float                # predicted DRAM bandwidth, B/s, whole GPU
+    fraction_of_peak: float
+    limiter: str
+
+    def __repr__(self) -> str:
+        return (f"ConfigResult({self.config.name}: {self.warps_per_sm} warps/SM "
+                f"({self.occupancy:.0%} occupancy), ILP {self.config.ilp}, "
+                f"{self.loads_in_flight_per_sm} loads in flight/SM → "
+                f"{self.bandwidth / 1e9:,.0f} GB/s ({self.fraction_of_peak:.0%} of peak, "
+                f"limited by {self.limiter}))")
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison:
+    gpu: str
+    latency_ns: float
+    peak_bandwidth: float
+    results: tuple[ConfigResult, ...]
+
+    @property
+    def best(self) -> ConfigResult:
+        return max(self.results, key=lambda r: r.bandwidth)
+
+    def _rows(self):
+        for r in self.results:
+            c = r.config
+            yield (c.name, f"{c.threads_per_block}", f"{c.registers_per_thread}",
+                   f"{r.warps_per_sm}", f"{r.occupancy:.0%}", f"{c.ilp}",
+                   f"{r.loads_in_flight_per_sm}", f"{r.bandwidth / 1e9:,.0f} GB/s",
+                   f"{r.fraction_of_peak:.0%}", r.limiter)
+
+    _HEAD = ("config", "threads/block", "registers/thread", "warps/SM", "occupancy", "ILP",
+             "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
+
+    def __repr__(self) -> str:
+        rows = [self._HEAD, *self._rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
+        text = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+        return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
+                f"{self.peak_bandwidth / 1e9:,.0f} GB/s)\n" + "\n".join(text))
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>"
+                       for r in self._rows())
+        return (f"<table><caption>Occupancy vs ILP on {self.gpu} (latency "
+                f"{self.latency_ns:g} ns)</caption><tr>{head}</tr>{body}</table>")
+
+
+def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
+    """Predicted DRAM bandwidth of each configuration: occupancy from the calculator, then
+    :func:`sm_throughput` with the SM's share of bandwidth as the cap.
+
+    Per SM: warps = ``occupancy(...).warps_per_sm``; loads in flight = warps × ILP;
+    bandwidth ≈ SMs × min(loads in flight × bytes / latency, issue bound, peak / SMs).
+    """
+    from .hardware import gpu as lookup
+    from .occupancy import occupancy
+
+    g = lookup(gpu)
+    lat = _validate.positive("latency_ns", latency_ns)
+    if isinstance(configs, Config):
+        configs = [configs]
+    configs = list(configs)
+    if not configs or not all(isinstance(c, Config) for c in configs):
+        raise TypeError("configs must be a non-empty list of latency.Config")
+    clock = g.boost_mhz * 1e6
+    latency_cycles = lat * 1e-9 * clock
+    share = g.bandwidth / g.sms / clock   # bytes per cycle per SM
+    results = []
+    for c in configs:
+        occ = occupancy(gpu=g, threads_per_block=c.threads_per_block,
+                        registers_per_thread=c.registers_per_thread,
+                        shared_mem_per_block=c.shared_mem_per_block)
+        sm = sm_throughput(occ.warps_per_sm, alu_per_load=c.alu_per_load,
+                           latency=latency_cycles, ilp=c.ilp,
+                           bytes_per_load=WARP_SIZE * c.bytes_per_load,
+                           bandwidth_per_cycle=share)
+        bw = sm.bytes_per_cycle * clock * g.sms
+        results.append(ConfigResult(c, occ.warps_per_sm, occ.occupancy,
+                                    occ.warps_per_sm * c.ilp, bw, bw / g.bandwidth,
+                                    sm.limiter))
+    return Comparison(g.name, lat, g.bandwidth, tuple(results))
+
+
+def seed_example(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
+    """The seed's claim made concrete: a streaming kernel (256-thread blocks, float loads)
+    at 100 % occupancy with one load in flight per thread, against register-blocked
+    versions that hold 4 loads in flight per thread and so need more registers."""
+    return compare([
+        Config("1 load/thread, 32 regs", 256, 32, ilp=1),
+        Config("4 loads/thread, 64 regs", 256, 64, ilp=4),
+        Config("4 loads/thread, 128 regs", 256, 128, ilp=4),
+    ], gpu, latency_ns=latency_ns)

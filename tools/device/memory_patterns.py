@@ -159,7 +159,7 @@ def merge(patterns_path, ncu_csv, out_path):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "patterns":
-        meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
                 "tool": "Nsight Compute --clock-control none", "metrics": METRICS,
                 "script": "tools/device/memory_patterns.py",
                 "note": "one block of 32 threads, one load instruction per kernel; addresses are "

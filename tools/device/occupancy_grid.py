@@ -105,7 +105,7 @@ def main(path):
         "driver_version": driver,
         "runtime_version": cupy.cuda.runtime.runtimeGetVersion(),
         "cupy": cupy.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "sharedMemPerMultiprocessor": int(dev["sharedMemPerMultiprocessor"]),
         "sharedMemPerBlockOptin": optin,
         "reservedSharedMemPerBlock": int(dev.get("reservedSharedMemPerBlock", -1)),

@@ -1,0 +1,3 @@
+"""Chapter 08 exercise questions (see gpu_lessons.questions for how to add one)."""
+
+QUESTIONS = ()

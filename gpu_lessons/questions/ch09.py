@@ -1,0 +1,3 @@
+"""Chapter 09 exercise questions (see gpu_lessons.questions for how to add one)."""
+
+QUESTIONS = ()

@@ -1,0 +1,502 @@
+"""Tests for gpu_lessons.checks and the question registry (gpu_lessons.questions).
+
+Reference numbers are the datasheet figures (NVIDIA H100 whitepaper v1.04 Table 3; V100
+whitepaper Table 1), with the arithmetic written out next to each, not the package's output.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import nbformat
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nbclient import NotebookClient
+
+from gpu_lessons import checks
+from gpu_lessons.checks import (
+    CheckFailed,
+    Choice,
+    Mistake,
+    Number,
+    check,
+    evaluate,
+    expected_ids,
+    find,
+    judge,
+    observe,
+    passed,
+    questions,
+)
+from gpu_lessons.questions import CHAPTERS, chapter_number
+
+# H100 SXM5, whitepaper v1.04 Table 3: dense FP16 tensor 989.4 TFLOP/s, HBM3 3.35 TB/s,
+# FP32 66.9 TFLOP/s, TF32 494.7, FP8 1978.9; 132 SMs x 128 FP32 cores at 1980 MHz boost.
+H100_FP16, H100_BW, H100_FP32 = 989.4e12, 3.35e12, 66.9e12
+RIDGE = 989.4 / 3.35                       # 295.34 FLOP/byte
+FP32_TFLOPS = 132 * 128 * 1980e6 * 2 / 1e12  # 66.908 TFLOP/s (whitepaper: 66.9)
+
+
+def _forms(x: float) -> set[str]:
+    """Ways an expected number could be printed."""
+    return {repr(x), f"{x:.1f}", f"{x:.2f}", f"{x:.3g}", f"{x:.4g}", f"{x:.5g}", f"{x:g}"}
+
+
+def _kernel_time(flops, bytes_moved, peak_flops, bandwidth):
+    """Roofline time written out here, independently of the package."""
+    compute = flops / peak_flops
+    memory = bytes_moved / bandwidth
+    return compute if compute > memory else memory
+
+
+def _peak_flops(sms, cores_per_sm, clock_mhz):
+    return sms * cores_per_sm * clock_mhz * 1e6 * 2.0
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+def test_expected_ids_of_the_sample_chapters():
+    assert expected_ids(5) == ["05.ridge_h100", "05.axpy_bound", "05.kernel_time"]
+    assert expected_ids("ch01") == ["01.fp32_peak_h100", "01.peak_flops"]
+    assert [q.id for q in questions("05")] == expected_ids(5)
+    assert expected_ids(7) == []  # chapters without questions yet list none
+
+
+@pytest.mark.parametrize("given_, number", [(5, 5), ("5", 5), ("05", 5), ("ch05", 5),
+                                           ("05_roofline", 5), ("CH10", 10), (1, 1)])
+def test_chapter_names_normalise(given_, number):
+    assert chapter_number(given_) == number
+
+
+@pytest.mark.parametrize("bad", [0, 11, "ch11", "roofline", "", None, True, 5.5])
+def test_bad_chapter_is_refused_with_the_allowed_range(bad):
+    with pytest.raises(ValueError, match=r"chapter must be one of 1\.\.10"):
+        questions(bad)
+
+
+def test_unknown_question_id_names_close_ones():
+    with pytest.raises(ValueError, match=r"'05\.ridge_h10' is not a known question.*05\.ridge_h100"):
+        check("05.ridge_h10", 295.0)
+    with pytest.raises(TypeError, match="question_id must be a string"):
+        check(5, 295.0)
+
+
+def test_mistake_needs_exactly_one_of_value_or_when():
+    with pytest.raises(ValueError, match="exactly one of value= or when="):
+        Mistake("k", "message")
+    with pytest.raises(ValueError, match="exactly one of value= or when="):
+        Mistake("k", "message", value=1.0, when=lambda a, r: True)
+
+
+ALL = [q for n in CHAPTERS for q in questions(n)]
+
+
+@pytest.mark.parametrize("q", ALL, ids=lambda q: q.id)
+def test_every_registered_question_is_well_formed(q):
+    """Rules for every question, present and future: the reference computes, no named
+    mistake coincides with the right answer, and the stub reads as "not attempted"."""
+    spec = q.answer
+    assert q.points > 0 and q.prompt
+    if isinstance(spec, Number):
+        ref = spec.reference()
+        assert math.isfinite(ref) and ref != 0
+        for m in spec.mistakes:
+            if m.value is not None:
+                alt = m.value(ref) if callable(m.value) else m.value
+                assert not math.isclose(alt, ref, rel_tol=2 * spec.rtol), m.key
+            else:
+                assert not m.when(ref, ref), m.key
+    elif isinstance(spec, Choice):
+        options = [re.sub(r"[\s_\-]", "", o.lower()) for o in spec.options]
+        assert re.sub(r"[\s_\-]", "", spec.reference().lower()) in options
+        for m in spec.mistakes:
+            assert m.value in spec.options and m.value != spec.reference(), m.key
+    else:
+        cases = spec.make_cases(q.id)
+        assert len(cases) >= spec.cases
+        outs = [spec.reference(**c) for c in cases]
+        assert all(isinstance(o, (int, float)) and math.isfinite(o) for o in outs)
+        for m in spec.mistakes:
+            if m.value is not None:
+                assert any(not math.isclose(m.value(o, **c), o, rel_tol=spec.rtol)
+                           for o, c in zip(outs, cases, strict=True)), m.key
+    namespace = {"check": check}
+    exec(compile(q.stub(), f"<stub {q.id}>", "exec"), namespace)  # prints "not attempted"
+    assert evaluate(q.id, namespace[q.name]).status == checks.NOT_ATTEMPTED
+
+
+# -- number questions -----------------------------------------------------------------------
+
+def test_ridge_point_accepts_the_datasheet_ratio_within_one_percent():
+    assert evaluate("05.ridge_h100", RIDGE).correct
+    assert evaluate("05.ridge_h100", 295).correct          # rounded by hand
+    assert evaluate("05.ridge_h100", RIDGE * 1.009).correct
+    assert not evaluate("05.ridge_h100", RIDGE * 1.02).correct
+    assert not evaluate("05.ridge_h100", RIDGE * 0.98).correct
+
+
+def test_fp32_peak_from_cores_matches_the_whitepaper():
+    assert evaluate("01.fp32_peak_h100", 66.9).correct     # whitepaper figure
+    assert evaluate("01.fp32_peak_h100", FP32_TFLOPS).correct
+    assert evaluate("01.fp32_peak_h100", 66.9).points == 1
+
+
+@pytest.mark.parametrize("answer, key", [
+    (2 * 989.4 / 3.35, "sparse_peak"),     # 2:4 sparse FP16 peak 1978.8 TFLOP/s
+    (1978.9 / 3.35, "sparse_peak"),        # the FP8 peak gives the same 2x
+    (494.7 / 3.35, "tf32_or_macs"),        # TF32 tensor peak: 147.7
+    (66.9 / 3.35, "fp32_peak"),            # FP32 CUDA cores: 19.97
+    (989.4 / 4.8, "h200_bandwidth"),       # H200's 4.8 TB/s: 206.1
+    (756 / 2.0, "h100_pcie"),              # H100 PCIe: 756 TFLOP/s, 2.0 TB/s: 378
+    (989.4e12 / (3350 * 2**30), "gib"),    # bandwidth read as GiB/s: 275.1
+    (3.35 / 989.4, "inverted"),            # bytes per FLOP: 0.003386
+    (989.4 / 3350, "units"),               # TFLOP/s over GB/s: 0.2953
+    (-RIDGE, "sign"),
+])
+def test_ridge_point_named_mistakes(answer, key):
+    r = evaluate("05.ridge_h100", answer)
+    assert (r.status, r.mistake, r.points) == (checks.WRONG, key, 0.0)
+    with pytest.raises(CheckFailed) as info:
+        check("05.ridge_h100", answer)
+    assert isinstance(info.value, AssertionError)
+    assert str(info.value) == r.message and r.message.startswith("✗ 05.ridge_h100: ")
+
+
+def test_sparse_peak_message_says_so():
+    assert "sparse" in evaluate("05.ridge_h100", 590.7).message
+
+
+@pytest.mark.parametrize("answer, key", [
+    (132 * 128 * 1.98e9 * 1 / 1e12, "fma"),            # one FLOP per clock: 33.45
+    (114 * 128 * 1.755e9 * 2 / 1e12, "h100_pcie"),     # H100 PCIe: 51.2
+    (114 * 128 * 1.98e9 * 2 / 1e12, "pcie_sms"),       # PCIe SM count at SXM clock: 57.8
+    (132 * 128 * 1.83e9 * 2 / 1e12, "tensor_clock"),   # tensor boost clock: 61.8
+    (989.4, "tensor_peak"), (494.7, "tensor_peak"), (1978.9, "tensor_peak"),
+    (132 * 1.98e9 * 2 / 1e12, "per_sm_cores"),         # cores per SM left out: 0.52
+    (66.9e12, "units"), (66.9e3, "units"),
+])
+def test_fp32_peak_named_mistakes(answer, key):
+    r = evaluate("01.fp32_peak_h100", answer)
+    assert (r.status, r.mistake) == (checks.WRONG, key)
+
+
+def test_unexplained_number_says_too_high_or_too_low_and_adds_the_hint():
+    high, low = evaluate("05.ridge_h100", 400.0), evaluate("05.ridge_h100", 100.0)
+    assert "too high" in high.message and "too low" in low.message
+    assert high.mistake is None and find("05.ridge_h100").hint in high.message
+
+
+@pytest.mark.parametrize("answer", ["295", "memory-bound", [295.3], {"a": 1}, None, True,
+                                    float("nan"), float("inf"), 3 + 4j, print])
+def test_number_question_rejects_non_numbers_without_crashing(answer):
+    r = evaluate("05.ridge_h100", answer)
+    assert r.status == checks.WRONG and "FLOP/byte" in r.message
+
+
+def test_numpy_scalars_and_zero_d_arrays_are_numbers():
+    import numpy as np
+
+    assert evaluate("05.ridge_h100", np.float32(RIDGE)).correct
+    assert evaluate("05.ridge_h100", np.array(RIDGE)).correct
+    assert evaluate("05.ridge_h100", np.int64(295)).correct
+
+
+def test_an_object_with_a_doctored_eq_gets_no_credit():
+    class Agreeable(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    assert not evaluate("05.ridge_h100", Agreeable(1.0)).correct
+
+
+# -- not attempted / pass / fail output ------------------------------------------------------
+
+def test_ellipsis_is_not_attempted_and_does_not_raise(capsys):
+    check("05.ridge_h100", ...)
+    check("05.axpy_bound", ...)
+    check("05.kernel_time", ...)
+    out = capsys.readouterr().out
+    assert out.count("not attempted") == 3
+    r = evaluate("05.ridge_h100", ...)
+    assert (r.status, r.points, r.max_points) == (checks.NOT_ATTEMPTED, 0.0, 2.0)
+
+
+def test_stub_function_raising_not_implemented_is_not_attempted(capsys):
+    def kernel_time(flops, bytes_moved, peak_flops, bandwidth):
+        raise NotImplementedError
+
+    check("05.kernel_time", kernel_time)
+    assert "not attempted" in capsys.readouterr().out
+
+
+def test_strict_mode_fails_an_unanswered_question():
+    with pytest.raises(CheckFailed, match="not attempted"):
+        check("05.ridge_h100", ..., strict=True)
+
+
+def test_pass_prints_one_line_with_points(capsys):
+    check("05.ridge_h100", RIDGE)
+    assert capsys.readouterr().out == "✓ 05.ridge_h100: correct (2 points)\n"
+    check("05.axpy_bound", "memory-bound")
+    assert capsys.readouterr().out == "✓ 05.axpy_bound: correct (1 point)\n"
+
+
+def test_passed_is_a_silent_boolean(capsys):
+    assert passed("05.ridge_h100", RIDGE) is True
+    assert passed("05.ridge_h100", 590.7) is False
+    assert passed("05.ridge_h100", ...) is False
+    assert capsys.readouterr().out == ""
+
+
+def test_failure_renders_as_one_line_in_ipython():
+    with pytest.raises(CheckFailed) as info:
+        check("05.ridge_h100", 590.7)
+    lines = info.value._render_traceback_()
+    assert len(lines) == 1 and "sparse" in lines[0] and "\n" not in lines[0]
+
+
+def test_checks_in_a_real_kernel():
+    """In Jupyter: a stub prints and does not raise; a wrong answer shows one line."""
+    cells = ["from gpu_lessons.checks import check",
+             "check('05.ridge_h100', ...)",
+             "check('05.ridge_h100', 590.7)",
+             "check('05.ridge_h100', 989.4 / 3.35)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=30, kernel_name="python3", allow_errors=True).execute()
+    stub, wrong, right = nb.cells[1].outputs, nb.cells[2].outputs, nb.cells[3].outputs
+    assert stub[0]["output_type"] == "stream" and "not attempted" in stub[0]["text"]
+    (error,) = wrong
+    assert error["output_type"] == "error" and error["ename"] == "CheckFailed"
+    assert len(error["traceback"]) == 1 and "sparse" in error["traceback"][0]
+    assert right[0]["text"].startswith("✓ 05.ridge_h100")
+
+
+# -- choice questions ------------------------------------------------------------------------
+
+def test_axpy_is_memory_bound_whatever_the_spelling():
+    # 2 FLOPs / 12 bytes = 0.167 FLOP/byte, far below 66.9 / 3.35 = 20 FLOP/byte.
+    assert H100_FP32 / H100_BW > 2 / 12
+    for spelling in ("memory-bound", "Memory bound", "MEMORY_BOUND", " memory-bound "):
+        assert evaluate("05.axpy_bound", spelling).correct
+
+
+@pytest.mark.parametrize("answer, key", [("compute-bound", "compute"),
+                                         ("latency bound", "latency")])
+def test_axpy_named_mistakes(answer, key):
+    assert evaluate("05.axpy_bound", answer).mistake == key
+
+
+def test_unknown_option_lists_the_options():
+    r = evaluate("05.axpy_bound", "io-bound")
+    assert r.status == checks.WRONG and "'compute-bound'" in r.message
+
+
+# -- function questions ----------------------------------------------------------------------
+
+def test_kernel_time_reference_against_hand_derived_cases():
+    ref = find("05.kernel_time").answer.reference
+    # 2 TFLOP and 1 GB on an H100 at FP16: 2e12 / 989.4e12 = 2.0214 ms > 1e9 / 3.35e12 = 0.30 ms
+    assert ref(2e12, 1e9, H100_FP16, H100_BW) == pytest.approx(2.0214e-3, rel=1e-4)
+    # FP32 axpy over 1e8 elements: 2e8 FLOPs, 1.2e9 bytes -> memory: 1.2e9 / 3.35e12 = 358.2 µs
+    assert ref(2e8, 1.2e9, H100_FP32, H100_BW) == pytest.approx(358.2e-6, rel=1e-4)
+
+
+def test_peak_flops_reference_against_the_v100_whitepaper():
+    ref = find("01.peak_flops").answer.reference
+    # V100: 80 SMs x 64 cores x 1530 MHz x 2 = 15.67 TFLOP/s (whitepaper: 15.7)
+    assert ref(80, 64, 1530) == pytest.approx(15.7e12, rel=0.005)
+
+
+def test_correct_functions_pass(capsys):
+    check("05.kernel_time", _kernel_time)
+    check("01.peak_flops", _peak_flops)
+    out = capsys.readouterr().out
+    assert "✓ 05.kernel_time: correct on all" in out and "✓ 01.peak_flops" in out
+
+
+def _fails_with(qid, fn):
+    r = evaluate(qid, fn)
+    assert r.status == checks.WRONG, r.message
+    return r
+
+
+@pytest.mark.parametrize("fn, key", [
+    (lambda flops, bytes_moved, peak_flops, bandwidth:
+     flops / peak_flops + bytes_moved / bandwidth, "sum"),
+    (lambda flops, bytes_moved, peak_flops, bandwidth:
+     min(flops / peak_flops, bytes_moved / bandwidth), "min"),
+    (lambda flops, bytes_moved, peak_flops, bandwidth: bytes_moved / bandwidth, "memory_only"),
+    (lambda flops, bytes_moved, peak_flops, bandwidth: flops / peak_flops, "compute_only"),
+    (lambda **kw: 1e6 * _kernel_time(**kw), "microseconds"),
+    (lambda **kw: 1e3 * _kernel_time(**kw), "milliseconds"),
+    (lambda **kw: None, "no_return"),
+])
+def test_kernel_time_named_mistakes(fn, key):
+    assert _fails_with("05.kernel_time", fn).mistake == key
+
+
+@pytest.mark.parametrize("fn, key", [
+    (lambda sms, cores_per_sm, clock_mhz: sms * cores_per_sm * clock_mhz * 1e6, "fma"),
+    (lambda sms, cores_per_sm, clock_mhz: sms * cores_per_sm * clock_mhz * 2, "mhz"),
+    (lambda **kw: _peak_flops(**kw) / 1e12, "tflops"),
+])
+def test_peak_flops_named_mistakes(fn, key):
+    assert _fails_with("01.peak_flops", fn).mistake == key
+
+
+def test_first_failing_input_is_reported():
+    q = find("05.kernel_time")
+    cases = q.answer.make_cases(q.id)
+
+    def wrong_when_big(flops, bytes_moved, peak_flops, bandwidth):
+        if bytes_moved > 5e10:  # only the largest transfers: a few percent of the inputs
+            return bytes_moved / bandwidth
+        return _kernel_time(flops, bytes_moved, peak_flops, bandwidth)
+
+    first = next(c for c in cases if not math.isclose(wrong_when_big(**c), _kernel_time(**c),
+                                                      rel_tol=1e-9))
+    r = _fails_with("05.kernel_time", wrong_when_big)
+    assert f"bytes_moved={first['bytes_moved']!r}" in r.message
+    assert f"flops={first['flops']!r}" in r.message
+
+
+@pytest.mark.parametrize("qid, fn", [
+    # wrong only for GPUs with more than 190 SMs (5% of the random inputs)
+    ("01.peak_flops", lambda sms, cores_per_sm, clock_mhz:
+     _peak_flops(min(sms, 190), cores_per_sm, clock_mhz)),
+    # wrong only for a single-SM part (an edge case)
+    ("01.peak_flops", lambda sms, cores_per_sm, clock_mhz:
+     _peak_flops(sms, cores_per_sm, clock_mhz) if sms > 1 else 0.0),
+    # wrong only when the clock has a fractional MHz (int() truncation)
+    ("01.peak_flops", lambda sms, cores_per_sm, clock_mhz:
+     _peak_flops(sms, cores_per_sm, int(clock_mhz))),
+    # wrong only for a kernel that moves no bytes
+    ("05.kernel_time", lambda flops, bytes_moved, peak_flops, bandwidth:
+     _kernel_time(flops, bytes_moved, peak_flops, bandwidth) if bytes_moved else 0.0),
+    # wrong only on the B200 (8 TB/s), one GPU of twelve
+    ("05.kernel_time", lambda flops, bytes_moved, peak_flops, bandwidth:
+     _kernel_time(flops, bytes_moved, peak_flops, min(bandwidth, 5e12))),
+    # crashes only for very high intensity
+    ("05.kernel_time", lambda flops, bytes_moved, peak_flops, bandwidth:
+     _kernel_time(flops, bytes_moved, peak_flops, bandwidth)
+     if flops < 3000 * bytes_moved else 1 / 0),
+])
+def test_function_wrong_on_a_rare_input_is_caught(qid, fn):
+    _fails_with(qid, fn)
+
+
+def test_function_that_raises_reports_the_exception():
+    def by_intensity(flops, bytes_moved, peak_flops, bandwidth):
+        intensity = flops / bytes_moved  # ZeroDivisionError for a kernel that moves no bytes
+        return max(intensity * bytes_moved / peak_flops, bytes_moved / bandwidth)
+
+    r = _fails_with("05.kernel_time", by_intensity)
+    assert "ZeroDivisionError" in r.message and "bytes_moved=0.0" in r.message
+
+
+def test_not_a_function_for_a_function_question():
+    assert "expected a function" in _fails_with("05.kernel_time", 3.0).message
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_any_grading_seed_passes_a_correct_function(seed):
+    q = find("05.kernel_time")
+    cases = q.answer.make_cases(q.id, seed=seed)
+    outputs = checks.probe(_kernel_time, cases)
+    assert judge(q, {"kind": "function", "outputs": outputs}, cases).correct
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rel=st.floats(1e-6, 10.0))
+def test_any_grading_seed_fails_a_systematically_off_function(seed, rel):
+    q = find("05.kernel_time")
+    cases = q.answer.make_cases(q.id, seed=seed)
+    outputs = checks.probe(lambda **kw: _kernel_time(**kw) * (1 + rel), cases)
+    assert not judge(q, {"kind": "function", "outputs": outputs}, cases).correct
+
+
+def test_grading_seed_changes_the_random_inputs_but_not_the_edge_cases():
+    spec = find("05.kernel_time").answer
+    a, b = spec.make_cases("05.kernel_time"), spec.make_cases("05.kernel_time", seed="grade:0")
+    assert a == spec.make_cases("05.kernel_time")  # reproducible for the learner
+    assert a[:3] == b[:3] and a[3:] != b[3:]
+
+
+# -- feedback never gives the answer away ----------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(u=st.one_of(st.floats(-0.9, -0.012), st.floats(0.012, 50.0)),
+       qid=st.sampled_from(["05.ridge_h100", "01.fp32_peak_h100"]))
+def test_wrong_numbers_never_print_the_expected_value(u, qid):
+    expected = RIDGE if qid == "05.ridge_h100" else FP32_TFLOPS
+    r = evaluate(qid, expected * (1 + u))
+    assert r.status == checks.WRONG
+    assert not any(form in r.message for form in _forms(expected)), r.message
+
+
+def test_named_mistakes_and_unit_slips_never_print_the_expected_value():
+    for qid, expected in (("05.ridge_h100", RIDGE), ("01.fp32_peak_h100", FP32_TFLOPS)):
+        spec = find(qid).answer
+        tries = [m.value(expected) if callable(m.value) else m.value
+                 for m in spec.mistakes if m.value is not None]
+        tries += [expected * 10.0**p for p in (-12, -9, -6, -3, 3, 6, 9, 12)]
+        tries += [989.4, 494.7, 1978.9, -expected, 0.0, 1.0]
+        for answer in tries:
+            r = evaluate(qid, answer)
+            assert r.status == checks.WRONG
+            assert not any(form in r.message for form in _forms(expected)), r.message
+
+
+def test_wrong_choices_never_name_the_right_one():
+    for answer in ("compute-bound", "latency-bound"):
+        message = evaluate("05.axpy_bound", answer).message.lower()
+        assert not re.search(r"memory[\s_\-]?bound", message), message
+
+
+@settings(max_examples=60, deadline=None)
+@given(rel=st.floats(1e-6, 5.0), kind=st.sampled_from(["scale", "sum", "min", "const"]))
+def test_wrong_functions_never_print_the_expected_output(rel, kind):
+    q = find("05.kernel_time")
+
+    def learner(flops, bytes_moved, peak_flops, bandwidth):
+        t = _kernel_time(flops, bytes_moved, peak_flops, bandwidth)
+        return {"scale": t * (1 + rel), "sum": flops / peak_flops + bytes_moved / bandwidth,
+                "min": min(flops / peak_flops, bytes_moved / bandwidth), "const": rel}[kind]
+
+    r = evaluate(q.id, learner)
+    assert r.status == checks.WRONG
+    # What is left after removing the echoed input and the learner's own return value:
+    rest = re.sub(r"kernel_time\([^)]*\)", "", r.message)
+    rest = re.sub(r"returned \S+", "", rest)
+    for case in q.answer.make_cases(q.id):
+        e = _kernel_time(**case)
+        assert repr(e) not in rest and f"{e:.6g}" not in rest, r.message
+
+
+# -- observe: answers as plain data ----------------------------------------------------------
+
+@given(st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=False),
+                 st.text(max_size=50), st.booleans()))
+def test_observe_keeps_plain_values(value):
+    obs = observe(value)
+    kind = {bool: "bool", int: "number", float: "number", str: "str"}[type(value)]
+    assert obs["kind"] == kind and obs["value"] == value
+
+
+def test_observe_strips_subclasses():
+    class Loud(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    obs = observe(Loud("compute-bound"))
+    assert type(obs["value"]) is str and obs["value"] != "memory-bound"
+    assert observe(...) == {"kind": "ellipsis"}
+    assert observe([1, 2.5])["kind"] == "seq"
+    assert observe(object())["kind"] == "other"

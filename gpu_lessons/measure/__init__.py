@@ -1,0 +1,94 @@
+"""Measure this machine: the CPU always (NumPy), an NVIDIA GPU when CuPy can reach one.
+
+Every measurement returns a frozen result with units in its ``repr`` and data shaped for the
+models' plots (points with intensity and FLOP/s, or arrays of stride and GB/s), so a view can
+draw a measurement beside the model's prediction without recomputing anything.
+
+In a notebook, GPU cells go through :func:`on_gpu`; without a GPU it prints one line and
+returns ``None``, and the lesson carries on with the model's prediction::
+
+    from gpu_lessons.measure import on_gpu, gpu_bandwidth, cpu_bandwidth
+    cpu_bandwidth("triad")
+    on_gpu(gpu_bandwidth, "copy")
+
+CuPy is imported lazily: importing this package never needs it.
+"""
+
+from .cpu import (
+    RooflinePoints,
+    Staircase,
+    cache_sizes,
+    cache_staircase,
+    cpu_bandwidth,
+    cpu_gemm,
+    cpu_roofline,
+)
+from .gpu import (
+    SKIP_LINE,
+    AccessSweep,
+    BankSweep,
+    DeviceReport,
+    KernelTiming,
+    LaunchLatency,
+    OccupancyCheck,
+    SimtTimings,
+    Transfers,
+    bank_sweep,
+    device_report,
+    gemm_flops,
+    gpu_available,
+    gpu_bandwidth,
+    gpu_size_sweep,
+    gpu_status,
+    host_transfers,
+    launch_latency,
+    offset_sweep,
+    on_gpu,
+    runtime_occupancy,
+    simt_timings,
+    skip_line,
+    strided_sweep,
+    time_kernel,
+)
+from .timing import Bandwidth, FlopRate, Progress, Timing, time_cuda, time_host
+
+__all__ = [
+    "SKIP_LINE",
+    "AccessSweep",
+    "Bandwidth",
+    "BankSweep",
+    "DeviceReport",
+    "FlopRate",
+    "KernelTiming",
+    "LaunchLatency",
+    "OccupancyCheck",
+    "Progress",
+    "RooflinePoints",
+    "SimtTimings",
+    "Staircase",
+    "Timing",
+    "Transfers",
+    "bank_sweep",
+    "cache_sizes",
+    "cache_staircase",
+    "cpu_bandwidth",
+    "cpu_gemm",
+    "cpu_roofline",
+    "device_report",
+    "gemm_flops",
+    "gpu_available",
+    "gpu_bandwidth",
+    "gpu_size_sweep",
+    "gpu_status",
+    "host_transfers",
+    "launch_latency",
+    "offset_sweep",
+    "on_gpu",
+    "runtime_occupancy",
+    "simt_timings",
+    "skip_line",
+    "strided_sweep",
+    "time_cuda",
+    "time_host",
+    "time_kernel",
+]

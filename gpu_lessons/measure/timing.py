@@ -1,0 +1,362 @@
+"""Timing done right, and the rates made from timings.
+
+Three rules every measurement in the course follows (CUDA C++ Best Practices Guide §8.1,
+"Timing"; the same advice for CPUs in McCalpin's STREAM notes):
+
+* **warm up** first, so one-off costs (page faults, JIT compilation, cuBLAS handle creation,
+  clocks ramping up) stay out of the numbers;
+* time the **device**, not the host: GPU work is asynchronous, so a GPU timing uses CUDA
+  events recorded on the stream (``cudaEventElapsedTime``, resolution about 0.5 µs), or a host
+  clock read only after a synchronize;
+* **repeat** and report the **median**: one run is noise; the median ignores a stray slow run
+  (another process, a clock change) where the mean would not.
+
+Every loop here is bounded twice: a maximum number of repeats and a time budget in seconds,
+so a cell can never hang on a slow machine.  Rates use decimal units, as datasheets do:
+1 GB/s = 1e9 bytes/s, 1 TFLOP/s = 1e12 FLOP/s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .. import _validate
+
+#: The fewest timed runs a measurement keeps, even when the time budget has run out.
+MIN_REPEATS = 3
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+def format_seconds(seconds: float) -> str:
+    """``1.5e-6`` -> ``'1.50 µs'``: a duration with a unit a reader can take in at a glance."""
+    seconds = _validate.real("seconds", seconds, low=0.0)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_bytes(nbytes: float) -> str:
+    """``3 * 2**20`` -> ``'3 MiB'`` (binary prefixes: memory sizes are powers of two)."""
+    nbytes = _validate.real("nbytes", nbytes, low=0.0)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+# -- rates -----------------------------------------------------------------------------------
+
+def gb_per_s(nbytes: float, seconds: float) -> float:
+    """Bandwidth in GB/s = bytes / seconds / 1e9 (decimal GB, as in datasheets)."""
+    return _validate.real("nbytes", nbytes, low=0.0) / _validate.positive("seconds", seconds) / 1e9
+
+
+def tflop_per_s(flops: float, seconds: float) -> float:
+    """Throughput in TFLOP/s = FLOPs / seconds / 1e12 (a multiply-add counts as 2 FLOPs)."""
+    return _validate.real("flops", flops, low=0.0) / _validate.positive("seconds", seconds) / 1e12
+
+
+# -- a set of timed runs ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timing:
+    """Repeated timings of one operation, in seconds, after ``warmup`` untimed runs."""
+
+    samples: tuple[float, ...]
+    warmup: int = 0
+    method: str = ""  # "CUDA events", "perf_counter", ...
+
+    def __post_init__(self):
+        if not isinstance(self.samples, tuple):
+            object.__setattr__(self, "samples", tuple(self.samples))
+        if not self.samples:
+            raise ValueError("samples must hold at least one timing, got none")
+        for s in self.samples:
+            _validate.positive("samples[i]", s)
+        _validate.integer("warmup", self.warmup, low=0)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def min(self) -> float:
+        return min(self.samples)
+
+    @property
+    def max(self) -> float:
+        return max(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: how far apart the runs were, as a fraction of the median."""
+        return (self.max - self.min) / self.median
+
+    @property
+    def repeats(self) -> int:
+        return len(self.samples)
+
+    def __repr__(self) -> str:
+        how = f", {self.method}" if self.method else ""
+        return (f"Timing(median {format_seconds(self.median)}, min {format_seconds(self.min)}, "
+                f"max {format_seconds(self.max)}, {self.repeats} runs after {self.warmup} "
+                f"warm-up{how})")
+
+    def to_raw(self) -> dict:
+        return {"samples": list(self.samples), "warmup": self.warmup, "method": self.method}
+
+    @classmethod
+    def from_raw(cls, raw) -> Timing:
+        """Rebuild from ``to_raw()``'s dict, or from a bare list of seconds."""
+        if isinstance(raw, dict):
+            return cls(tuple(raw["samples"]), raw.get("warmup", 0), raw.get("method", ""))
+        return cls(tuple(raw))
+
+
+def _check_loop(warmup, repeats, budget_s):
+    _validate.integer("warmup", warmup, low=0, high=1000)
+    _validate.integer("repeats", repeats, low=1, high=100_000)
+    _validate.positive("budget_s", budget_s)
+
+
+def time_host(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 10,
+              budget_s: float = 2.0, inner: int = 1) -> Timing:
+    """Time ``fn()`` with ``time.perf_counter``: for CPU work, or GPU work that syncs itself.
+
+    ``inner`` calls are timed together and divided out (for operations so short that the
+    clock's own cost would show).  Stops after ``repeats`` runs or once ``budget_s`` seconds
+    have passed, whichever is first, but keeps at least :data:`MIN_REPEATS` runs.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    _check_loop(warmup, repeats, budget_s)
+    inner = _validate.integer("inner", inner, low=1, high=10_000_000)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < repeats:
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append(max(time.perf_counter() - t0, 1e-9) / inner)
+        if time.perf_counter() - start > budget_s and len(samples) >= min(MIN_REPEATS, repeats):
+            break
+    return Timing(tuple(samples), warmup, "perf_counter")
+
+
+def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 20,
+              budget_s: float = 2.0, stream=None) -> Timing:
+    """Time GPU work ``fn()`` with CUDA events recorded on ``stream`` (default: current).
+
+    Events are recorded on the GPU's own timeline around the work, so host-side launch cost
+    and Python overhead before the work starts are not counted (CUDA C++ Best Practices
+    Guide §8.1.2, "Using CUDA GPU Timers").  Needs CuPy.
+    """
+    import cupy
+
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    _check_loop(warmup, repeats, budget_s)
+    stream = stream or cupy.cuda.get_current_stream()
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    start_ev, end_ev = cupy.cuda.Event(), cupy.cuda.Event()
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < repeats:
+        start_ev.record(stream)
+        fn()
+        end_ev.record(stream)
+        end_ev.synchronize()
+        samples.append(max(cupy.cuda.get_elapsed_time(start_ev, end_ev) * 1e-3, 1e-9))
+        if time.perf_counter() - start > budget_s and len(samples) >= min(MIN_REPEATS, repeats):
+            break
+    return Timing(tuple(samples), warmup, "CUDA events")
+
+
+# -- progress --------------------------------------------------------------------------------
+
+class Progress:
+    """A one-line text progress bar for sweeps: ``strided copy [#######.....] 7/12``.
+
+    Plain text with carriage returns, so it works in a terminal and in a notebook's output
+    without widgets.  It stays silent until ``min_seconds`` have passed, so a sweep that ends
+    quickly prints nothing; pass ``min_seconds=0`` to always draw it, ``enabled=False`` never.
+    """
+
+    def __init__(self, total: int, label: str, *, stream=None, min_seconds: float = 1.0,
+                 width: int = 24, enabled: bool = True):
+        self.total = _validate.integer("total", total, low=1)
+        self.enabled = bool(enabled)
+        self.label = str(label)
+        self.width = _validate.integer("width", width, low=1, high=200)
+        self.min_seconds = _validate.real("min_seconds", min_seconds, low=0.0)
+        self.stream = stream if stream is not None else sys.stdout
+        self.done = 0
+        self.drawn = False
+        self._start = time.perf_counter()
+
+    def line(self, note: str = "") -> str:
+        filled = round(self.width * self.done / self.total)
+        bar = "#" * filled + "." * (self.width - filled)
+        tail = f" {note}" if note else ""
+        return f"{self.label} [{bar}] {self.done}/{self.total}{tail}"
+
+    def update(self, n: int = 1, note: str = "") -> None:
+        self.done = min(self.total, self.done + _validate.integer("n", n, low=0))
+        if self.enabled and time.perf_counter() - self._start >= self.min_seconds:
+            # pad so a shorter line fully covers a longer one drawn before it
+            self.stream.write("\r" + self.line(note).ljust(self.width + len(self.label) + 40))
+            self.stream.flush()
+            self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def median_of(values: Sequence[float]) -> float:
+    """The median of a non-empty sequence of numbers."""
+    if len(values) == 0:
+        raise ValueError("values must not be empty")
+    return statistics.median(float(v) for v in values)
+
+
+# -- results a timing turns into -------------------------------------------------------------
+
+def html_table(caption: str, header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A small HTML table for ``_repr_html_`` (cells are escaped)."""
+    from html import escape
+
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f"<table><caption>{escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    """A measured bandwidth: ``bytes_moved`` per run over the median run time.
+
+    ``bytes_moved`` counts each array read once and each array written once (the STREAM
+    convention, McCalpin 1995); it leaves out extra traffic the hardware may add, such as a
+    CPU reading a cache line before writing it (write-allocate), so the figure is what the
+    program asked for, not every byte that crossed the bus.
+    """
+
+    device: str
+    kind: str  # "copy", "triad", "host->device pinned", ...
+    bytes_moved: int
+    timing: Timing
+    array_bytes: int = 0
+    note: str = ""
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes_moved / self.timing.median
+
+    @property
+    def gbps(self) -> float:
+        return gb_per_s(self.bytes_moved, self.timing.median)
+
+    def fraction_of(self, peak_bytes_per_s: float) -> float:
+        """Achieved / ``peak_bytes_per_s`` (e.g. a catalog GPU's ``.bandwidth``)."""
+        return self.bytes_per_s / _validate.positive("peak_bytes_per_s", peak_bytes_per_s)
+
+    def __repr__(self) -> str:
+        size = f", arrays of {format_bytes(self.array_bytes)}" if self.array_bytes else ""
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.device} {self.kind}: {self.gbps:,.1f} GB/s ({format_bytes(self.bytes_moved)}"
+                f" per run in {format_seconds(self.timing.median)}, median of "
+                f"{self.timing.repeats}{size}){note}")
+
+    def _repr_html_(self) -> str:
+        rows = [("bandwidth", f"{self.gbps:,.1f} GB/s"),
+                ("bytes per run", format_bytes(self.bytes_moved)),
+                ("median time", format_seconds(self.timing.median)),
+                ("runs", f"{self.timing.repeats} (+{self.timing.warmup} warm-up), "
+                         f"{self.timing.method}")]
+        if self.array_bytes:
+            rows.append(("array size", format_bytes(self.array_bytes)))
+        if self.note:
+            rows.append(("note", self.note))
+        return html_table(f"{self.device}: {self.kind}", ("quantity", "value"), rows)
+
+
+@dataclass(frozen=True)
+class FlopRate:
+    """A measured arithmetic rate: ``flops`` per run over the median run time.
+
+    ``min_bytes`` is the least traffic the operation needs (each input read once, the output
+    written once), so ``intensity = flops / min_bytes`` places the run on a roofline plot.
+    """
+
+    device: str
+    name: str
+    flops: float
+    min_bytes: float
+    timing: Timing
+    peak_flops: float | None = None  # the reference peak in FLOP/s, if known
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flops / self.timing.median
+
+    @property
+    def tflops(self) -> float:
+        return tflop_per_s(self.flops, self.timing.median)
+
+    @property
+    def gflops(self) -> float:
+        return self.tflops * 1e3
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOP/byte (FLOPs over the minimum bytes moved)."""
+        return self.flops / self.min_bytes
+
+    @property
+    def fraction_of_peak(self) -> float | None:
+        return None if not self.peak_flops else self.flops_per_s / self.peak_flops
+
+    @property
+    def point(self) -> tuple[float, float]:
+        """``(intensity FLOP/byte, FLOP/s)``: where this run sits on a roofline plot."""
+        return self.intensity, self.flops_per_s
+
+    def _rate_text(self) -> str:
+        if self.tflops >= 1:
+            return f"{self.tflops:,.1f} TFLOP/s"
+        return f"{self.gflops:,.1f} GFLOP/s"
+
+    def __repr__(self) -> str:
+        peak = ""
+        if self.peak_flops:
+            peak = f", {100 * self.fraction_of_peak:.0f} % of {self.peak_flops / 1e12:,.1f} TFLOP/s"
+        return (f"{self.device} {self.name}: {self._rate_text()} ({format_seconds(self.timing.median)}"
+                f" per run, median of {self.timing.repeats}{peak}; intensity "
+                f"{self.intensity:,.1f} FLOP/byte)")
+
+    def _repr_html_(self) -> str:
+        rows = [("rate", self._rate_text()), ("FLOPs per run", f"{self.flops:.4g}"),
+                ("median time", format_seconds(self.timing.median)),
+                ("intensity", f"{self.intensity:,.1f} FLOP/byte")]
+        if self.peak_flops:
+            rows.append(("of peak", f"{100 * self.fraction_of_peak:.0f} % of "
+                                    f"{self.peak_flops / 1e12:,.1f} TFLOP/s"))
+        return html_table(f"{self.device}: {self.name}", ("quantity", "value"), rows)

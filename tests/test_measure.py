@@ -1,0 +1,608 @@
+"""The measurement path: timing helpers, the CPU measurements, the no-GPU skip path, and the
+analysis that turns recorded H200 runs into GB/s, TFLOP/s and cycles beside the models.
+
+No GPU is needed.  The references are independent of the code under test:
+
+* arithmetic written out next to each case (bytes a copy moves, FLOPs of a GEMM, sectors a
+  strided warp touches);
+* datasheet figures (H200: 4.8 TB/s, 989 TFLOP/s dense FP16/BF16, 66.9 TFLOP/s FP32; PCIe 5.0
+  x16 at most 64 GB/s each way);
+* hardware: ``tests/data/h200_measurements.json``, recorded on an H200 by
+  ``tools/device/measure_h200.py`` (the CUDA runtime's own occupancy answers, shared-memory
+  cycles read with ``clock64()``, CUDA-event timings), and PyTorch's cuBLAS timing there.
+"""
+
+import json
+import math
+import shutil
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpu_lessons.hardware import gpu as catalog_gpu
+from gpu_lessons.measure import (
+    SKIP_LINE,
+    Bandwidth,
+    FlopRate,
+    Progress,
+    Timing,
+    cache_sizes,
+    cache_staircase,
+    cpu_bandwidth,
+    cpu_gemm,
+    cpu_roofline,
+    gpu_available,
+    gpu_bandwidth,
+    gpu_status,
+    on_gpu,
+    skip_line,
+    time_host,
+    time_kernel,
+)
+from gpu_lessons.measure import gpu as g
+from gpu_lessons.measure.timing import format_bytes, format_seconds, gb_per_s, tflop_per_s
+
+DATA = Path(__file__).parent / "data" / "h200_measurements.json"
+H200 = catalog_gpu("h200")
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return json.loads(DATA.read_text())
+
+
+# -- timing and rates ------------------------------------------------------------------------
+
+def test_rates_by_hand():
+    # 1e9 bytes in 0.5 s = 2 GB/s; 2 * 1024^3 FLOPs in 1 ms = 2.147 TFLOP/s
+    assert gb_per_s(1e9, 0.5) == pytest.approx(2.0)
+    assert tflop_per_s(2 * 1024**3, 1e-3) == pytest.approx(2.147483648)
+
+
+def test_formatting_units():
+    assert format_seconds(1.5e-6) == "1.5 µs"
+    assert format_seconds(0.0125) == "12.5 ms"
+    assert format_seconds(2.0) == "2 s"
+    assert format_seconds(3e-9) == "3 ns"
+    assert format_bytes(3 * MiB) == "3 MiB"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(100) == "100 B"
+
+
+def test_timing_summary_by_hand():
+    t = Timing((3e-3, 1e-3, 2e-3, 10e-3), warmup=2, method="perf_counter")
+    # sorted 1, 2, 3, 10 ms: median (2 + 3) / 2 = 2.5 ms; spread (10 - 1) / 2.5 = 3.6
+    assert t.median == pytest.approx(2.5e-3)
+    assert (t.min, t.max, t.repeats) == (1e-3, 10e-3, 4)
+    assert t.spread == pytest.approx(3.6)
+    assert "2.5 ms" in repr(t) and "4 runs" in repr(t)
+    assert Timing.from_raw(t.to_raw()) == t
+    assert Timing.from_raw([1e-3, 2e-3]).median == pytest.approx(1.5e-3)
+
+
+@pytest.mark.parametrize("samples, error", [((), ValueError), ((1e-3, -1e-3), ValueError),
+                                            ((1e-3, "x"), TypeError), ((float("nan"),), ValueError)])
+def test_timing_rejects_bad_samples(samples, error):
+    with pytest.raises(error, match="samples"):
+        Timing(samples)
+
+
+def test_bandwidth_and_flop_rate_by_hand():
+    t = Timing((0.5e-3, 0.5e-3, 0.5e-3))
+    b = Bandwidth("dev", "copy", 2 * 10**9, t)
+    # 2e9 bytes in 0.5 ms = 4e12 B/s = 4000 GB/s, 83.3 % of 4.8 TB/s
+    assert b.gbps == pytest.approx(4000)
+    assert b.fraction_of(4.8e12) == pytest.approx(4000 / 4800)
+    assert "4,000.0 GB/s" in repr(b) and "GB/s" in b._repr_html_()
+    f = FlopRate("dev", "GEMM", 2 * 8192**3, 3 * 8192**2 * 2, t, peak_flops=989e12)
+    # 2 * 8192^3 = 1.0995e12 FLOPs in 0.5 ms = 2199 TFLOP/s; intensity 2n/(3*2) = 2730.7
+    assert f.tflops == pytest.approx(2 * 8192**3 / 0.5e-3 / 1e12)
+    assert f.intensity == pytest.approx(2 * 8192 / 6)
+    assert f.point == (f.intensity, f.flops_per_s)
+    assert "TFLOP/s" in repr(f) and "FLOP/byte" in repr(f)
+    with pytest.raises(ValueError, match="peak_bytes_per_s"):
+        b.fraction_of(0)
+
+
+def test_time_host_counts_calls_and_divides_inner():
+    calls = []
+    t = time_host(lambda: calls.append(1), warmup=2, repeats=5, inner=3)
+    assert len(calls) == 2 + 5 * 3
+    assert t.repeats == 5 and t.warmup == 2 and t.method == "perf_counter"
+    slept = time_host(lambda: time.sleep(0.002), warmup=0, repeats=3, inner=2)
+    assert slept.min >= 0.002  # each sample is one call's time, not two
+
+
+def test_time_host_stops_at_the_budget():
+    start = time.perf_counter()
+    t = time_host(lambda: time.sleep(0.02), warmup=0, repeats=1000, budget_s=0.05)
+    assert time.perf_counter() - start < 1.0
+    assert 3 <= t.repeats < 20  # at least MIN_REPEATS, then the budget stops it
+
+
+@pytest.mark.parametrize("kw, name", [({"repeats": 0}, "repeats"), ({"warmup": -1}, "warmup"),
+                                      ({"budget_s": 0}, "budget_s"), ({"inner": 0}, "inner")])
+def test_time_host_bad_arguments(kw, name):
+    with pytest.raises(ValueError, match=name):
+        time_host(lambda: None, **kw)
+
+
+def test_time_host_needs_a_callable():
+    with pytest.raises(TypeError, match="callable"):
+        time_host(42)
+
+
+def test_progress_draws_a_bar_only_when_asked():
+    import io
+
+    out = io.StringIO()
+    with Progress(4, "sweep", stream=out, min_seconds=0, width=8) as bar:
+        bar.update(1)
+        bar.update(1, "half")
+    assert "sweep [####....] 2/4 half" in out.getvalue()
+    assert out.getvalue().endswith("\n")
+    quiet = io.StringIO()
+    with Progress(4, "sweep", stream=quiet, min_seconds=60) as bar:
+        bar.update(4)
+    assert quiet.getvalue() == ""
+    with pytest.raises(ValueError, match="total"):
+        Progress(0, "x")
+
+
+@given(st.lists(st.floats(1e-9, 10.0), min_size=1, max_size=30))
+def test_timing_median_between_min_and_max(samples):
+    t = Timing(tuple(samples))
+    assert t.min <= t.median <= t.max
+    assert t.spread >= 0
+
+
+@given(st.integers(1, 10**12), st.floats(1e-7, 10.0), st.integers(2, 8))
+def test_bandwidth_scales_with_bytes(nbytes, seconds, k):
+    t = Timing((seconds,))
+    one, more = Bandwidth("d", "copy", nbytes, t), Bandwidth("d", "copy", k * nbytes, t)
+    assert more.gbps == pytest.approx(k * one.gbps)
+    assert one.gbps == pytest.approx(nbytes / seconds / 1e9)
+
+
+# -- the CPU path ----------------------------------------------------------------------------
+
+def test_cpu_copy_moves_two_arrays():
+    b = cpu_bandwidth("copy", array_bytes=4 * MiB, repeats=3, budget_s=0.2)
+    # a copy reads one 4 MiB array and writes another: 8 MiB per run
+    assert b.array_bytes == 4 * MiB and b.bytes_moved == 8 * MiB
+    # any memory level of one CPU core: well above 0.1 GB/s, below 2 TB/s
+    assert 0.1 < b.gbps < 2000
+    assert "GB/s" in repr(b)
+
+
+def test_cpu_triad_counts_numpys_two_passes():
+    b = cpu_bandwidth("triad", array_bytes=2 * MiB, repeats=3, budget_s=0.2)
+    # a = s*c (read c, write a) then a += b (read a, read b, write a): 5 arrays per run
+    assert b.bytes_moved == 5 * 2 * MiB
+    assert "2 passes" in b.note
+
+
+def test_cpu_gemm_flops_by_hand():
+    r = cpu_gemm(128, repeats=3, budget_s=0.2)
+    # 2 * 128^3 = 4,194,304 FLOPs; minimum traffic 3 * 128^2 * 4 B; intensity 2n/12 = 21.33
+    assert r.flops == 4_194_304
+    assert r.min_bytes == 3 * 128 * 128 * 4
+    assert r.intensity == pytest.approx(128 / 6)
+    assert 0.01 < r.gflops < 1e5
+
+
+def test_cpu_roofline_points():
+    r = cpu_roofline(array_bytes=2 * MiB, n=128, budget_s=0.2)
+    names, intensity = r.names, r.intensity
+    # triad: 2 FLOPs per element over 5 arrays x 8 bytes = 0.05 FLOP/byte
+    assert intensity[names.index("triad (NumPy)")] == pytest.approx(0.05)
+    assert r.ridge_point == pytest.approx(r.peak_flops / r.bandwidth)
+    assert r.peak_flops == pytest.approx(r.flops_per_s[1])  # the GEMM is the compute roof
+    assert "FLOP/byte" in repr(r) and "GFLOP/s" in r._repr_html_()
+
+
+def test_cache_staircase_small():
+    s = cache_staircase([16 * 1024, MiB], budget_s=0.3, progress=False)
+    ws, gbps = s.arrays()
+    assert list(ws) == [16 * 1024, MiB]
+    assert np.all(gbps > 0)
+    assert "MiB" in repr(s)
+
+
+def test_cache_sizes_are_ordered():
+    sizes = cache_sizes()
+    if not sizes:
+        pytest.skip("no /sys cache information on this machine")
+    levels = [sizes[k] for k in ("L1d", "L2", "L3") if k in sizes]
+    assert all(v > 0 for v in levels) and levels == sorted(levels)
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: cpu_bandwidth("scale"), ValueError, "kind"),
+    (lambda: cpu_bandwidth("copy", array_bytes=-5), ValueError, "array_bytes"),
+    (lambda: cpu_bandwidth("copy", array_bytes=1.5), TypeError, "array_bytes"),
+    (lambda: cpu_gemm(2.5), TypeError, "n"),
+    (lambda: cpu_gemm(64, dtype="int8"), ValueError, "dtype"),
+    (lambda: cache_staircase([]), ValueError, "sizes"),
+    (lambda: cache_staircase([1]), ValueError, "sizes"),
+])
+def test_cpu_bad_input(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+
+
+# -- the skip path ---------------------------------------------------------------------------
+
+NO_CUPY = "No CUDA GPU (CuPy not installed) — skipped; the model's prediction above stands."
+
+
+@pytest.fixture
+def no_cupy(monkeypatch):
+    monkeypatch.delenv("GPU_LESSONS_NO_GPU", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+
+
+def test_skip_line_without_cupy(no_cupy, capsys):
+    called = []
+    assert on_gpu(lambda: called.append(1)) is None
+    assert capsys.readouterr().out == NO_CUPY + "\n"  # exactly one line
+    assert called == []
+    assert gpu_available() is False
+    assert gpu_status() == (False, "CuPy not installed")
+    assert skip_line() == NO_CUPY == SKIP_LINE.format(why="CuPy not installed")
+
+
+def test_skip_line_when_switched_off(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_LESSONS_NO_GPU", "1")
+    assert on_gpu(gpu_bandwidth, "copy") is None
+    assert capsys.readouterr().out == ("No CUDA GPU (GPU_LESSONS_NO_GPU is set) — skipped; "
+                                       "the model's prediction above stands.\n")
+
+
+def _fake_cupy(count=1, fail=False):
+    """A stand-in ``cupy`` with just what env.detect_gpu and on_gpu touch."""
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def get_count():
+        if fail:
+            raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+        return count
+
+    props = {"name": b"NVIDIA H200", "major": 9, "minor": 0, "multiProcessorCount": 132,
+             "totalGlobalMem": 150109880320, "l2CacheSize": 62914560}
+    runtime = types.SimpleNamespace(getDeviceCount=get_count,
+                                    getDeviceProperties=lambda i: props,
+                                    CUDARuntimeError=CUDARuntimeError)
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+
+
+@pytest.mark.parametrize("fake, why", [(_fake_cupy(count=0), "CuPy found no CUDA device"),
+                                       (_fake_cupy(fail=True), "no CUDA driver or device")])
+def test_skip_line_reasons(monkeypatch, capsys, fake, why):
+    monkeypatch.delenv("GPU_LESSONS_NO_GPU", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert on_gpu(lambda: 1) is None
+    assert capsys.readouterr().out == SKIP_LINE.format(why=why) + "\n"
+
+
+def test_on_gpu_turns_a_cuda_error_into_one_line(monkeypatch, capsys):
+    fake = _fake_cupy()
+    monkeypatch.delenv("GPU_LESSONS_NO_GPU", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert gpu_available()
+    assert on_gpu(lambda x: x + 1, 41) == 42
+
+    def oom():
+        raise fake.cuda.runtime.CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")
+    assert on_gpu(oom) is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("GPU measurement failed (CUDARuntimeError")
+    with pytest.raises(ValueError):  # a bug is not hidden as a skip
+        on_gpu(lambda: int("x"))
+    with pytest.raises(TypeError, match="measurement"):
+        on_gpu("not a function")
+
+
+def test_measurements_without_gpu_raise_clearly(no_cupy):
+    with pytest.raises(RuntimeError, match=r"No CUDA GPU \(CuPy not installed\)"):
+        gpu_bandwidth()
+
+
+def test_gpu_arguments_are_checked_before_the_gpu(no_cupy):
+    with pytest.raises(ValueError, match="kind"):
+        gpu_bandwidth("scale")
+    with pytest.raises(ValueError, match="precision"):
+        g.gemm_flops("int8")
+    with pytest.raises(ValueError, match="element_bytes"):
+        g.strided_sweep(element_bytes=3)
+    with pytest.raises(ValueError, match="block"):
+        time_kernel("", "k", grid=1, block=(64, 32))
+    with pytest.raises(TypeError, match="grid"):
+        time_kernel("", "k", grid="1", block=32)
+
+
+def test_importing_measure_does_not_import_cupy(tmp_path):
+    import subprocess
+
+    trap = tmp_path / "cupy"
+    trap.mkdir()
+    (trap / "__init__.py").write_text("raise SystemExit('cupy was imported')\n")
+    code = ("import gpu_lessons.measure, gpu_lessons.measure.gpu, gpu_lessons.measure.kernels;"
+            "print('ok')")
+    env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).parents[1]}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+# -- the memory model's predictions for the strided copy --------------------------------------
+
+def test_predicted_traffic_by_hand():
+    # stride 2, floats: lanes read bytes 0, 8, ..., 248 -> sectors 0..7 (8); the contiguous
+    # write is 4 sectors; useful = 32 read + 32 written floats = 256 B of 12 x 32 = 384 B moved
+    t = g.predicted_traffic(2, 4)
+    assert (t["sectors_read"], t["sectors_written"], t["moved_bytes"]) == (8, 4, 384)
+    assert t["useful_over_moved"] == pytest.approx(2 / 3)
+    # stride 8 floats = 32 B apart: 32 sectors read + 4 written = 1152 B for 256 useful
+    assert g.predicted_traffic(8, 4)["useful_over_moved"] == pytest.approx(256 / 1152)
+    # misaligned by one float: bytes 4..131 span sectors 0..4 (5)
+    assert g.predicted_traffic(1, 4, offset=1)["sectors_read"] == 5
+    # 16-byte elements, stride 1: 512 B read = 16 sectors
+    assert g.predicted_traffic(1, 16)["sectors_read"] == 16
+    # stride 16 floats = 64 B apart with 64-byte DRAM fetches: 32 blocks x 64 B read + 128 B
+    # written (2 blocks) = 2176 B for 256 useful
+    assert g.predicted_traffic(16, 4, fetch_bytes=64)["moved_bytes"] == 2176
+    # below 64 B apart the blocks are shared by neighbouring lanes: same as sectors
+    assert (g.predicted_traffic(8, 4, fetch_bytes=64)["moved_bytes"]
+            == g.predicted_traffic(8, 4)["moved_bytes"])
+
+
+@given(st.integers(1, 64), st.sampled_from([4, 8, 16]), st.integers(0, 40))
+def test_predicted_traffic_properties(stride, eb, offset):
+    t = g.predicted_traffic(stride, eb, offset)
+    # no lane shares an element, so moved >= useful; a sector serves at most 32 useful bytes
+    assert 0 < t["useful_over_moved"] <= 1
+    assert t["sectors_read"] >= math.ceil(32 * eb / 32)
+    assert t["sectors_read"] <= 32
+    wide = g.predicted_traffic(stride, eb, offset, fetch_bytes=64)
+    assert wide["moved_bytes"] >= t["moved_bytes"]
+
+
+@pytest.mark.parametrize("kw, name", [({"element_bytes": 3}, "element_bytes"),
+                                      ({"stride": -1}, "stride"),
+                                      ({"fetch_bytes": 48}, "fetch_bytes")])
+def test_predicted_traffic_bad_input(kw, name):
+    args = {"stride": 1, "element_bytes": 4} | kw
+    with pytest.raises(ValueError, match=name):
+        g.predicted_traffic(**args)
+
+
+# -- the recorded H200 runs ------------------------------------------------------------------
+
+def test_record_names_machine_and_software(rec):
+    m = rec["meta"]
+    assert m["gpu"] == "NVIDIA H200" and "580." in m["nvidia_smi"]
+    assert m["cupy"] and m["cuda_runtime"] >= 12000 and m["date_utc"].endswith("Z")
+    assert rec["errors"] == {}
+
+
+def test_device_attributes_match_the_catalog(rec):
+    r = g.device_report_from_raw(rec["device"])
+    a = r.attributes
+    assert r.catalog_name == "H200 SXM" and r.cc == H200.cc
+    assert a["multiprocessor_count"] == H200.sms and a["l2_cache_size"] == H200.l2_bytes
+    # facts.md section 1, read off an H200: 233472 B shared/SM, 232448 opt-in, 1 KB reserved
+    assert (a["max_shared_memory_per_multiprocessor"], a["max_shared_memory_per_block_optin"],
+            a["reserved_shared_memory_per_block"]) == (233472, 232448, 1024)
+    # beta = 6016 bit / 8 x 2 x 3201 MHz = 4.814 TB/s, the datasheet's 4.8 TB/s
+    assert r.bandwidth_from_bus == pytest.approx(6016 / 8 * 2 * 3.201e9)
+    assert r.bandwidth_from_bus == pytest.approx(H200.bandwidth, rel=0.01)
+    assert "GB/s" in repr(r) and "<table>" in r._repr_html_()
+
+
+def test_copy_bandwidth_by_hand_and_against_the_datasheet(rec):
+    raw = rec["copy"]
+    b = g.bandwidth_from_raw(raw)
+    by_hand = 2 * raw["array_bytes"] / float(np.median(raw["timing"]["samples"])) / 1e9
+    assert b.gbps == pytest.approx(by_hand)
+    assert raw["array_bytes"] >= 16 * H200.l2_bytes  # far beyond L2
+    # the brief's target: at least 80 % of the 4.8 TB/s datasheet; and never above it
+    assert 0.80 <= b.fraction_of(H200.bandwidth) < 1.0
+    triad = g.bandwidth_from_raw(rec["triad"])
+    assert triad.bytes_moved == 3 * rec["triad"]["array_bytes"]
+    assert 0.80 <= triad.fraction_of(H200.bandwidth) < 1.0
+
+
+def test_gpu_size_sweep_shows_l2(rec):
+    s = g.size_sweep_from_raw(rec["size_sweep"])
+    ws, gbps = s.arrays()
+    in_l2 = gbps[ws <= H200.l2_bytes]
+    beyond = gbps[ws >= 16 * H200.l2_bytes]
+    # copies that fit in L2 beat the datasheet's DRAM bandwidth; big ones cannot
+    assert in_l2.max() > H200.bandwidth_gbs > beyond.max()
+    assert beyond.max() >= 0.8 * H200.bandwidth_gbs
+
+
+def test_gemm_rates_by_hand_and_against_peaks(rec):
+    runs = {(r["precision"], r["n"]): r for r in rec["gemm"]}
+    raw = runs[("fp16", 8192)]
+    r = g.gemm_from_raw(raw)
+    assert r.flops == 2 * 8192**3
+    assert r.tflops == pytest.approx(2 * 8192**3 / float(np.median(raw["timing"]["samples"])) / 1e12)
+    assert r.peak_flops == 989e12  # the catalog's dense FP16 peak (H200 datasheet)
+    for (precision, n), raw in runs.items():
+        rate = g.gemm_from_raw(raw)
+        assert rate.flops_per_s < H200.peak_flops(precision), (precision, n)
+        assert raw["relative_error"] < (1e-5 if precision == "fp32" else 1e-2)
+    # measured, recorded honestly (docs/measured/h200.md): FP16 8192^3 reached 70 % of peak on
+    # normal data in this run (74 % and 73 % in two earlier runs); BF16 77 %; FP32 75 %
+    assert g.gemm_from_raw(runs[("fp16", 8192)]).fraction_of_peak > 0.68
+    assert g.gemm_from_raw(runs[("bf16", 8192)]).fraction_of_peak > 0.75
+    assert g.gemm_from_raw(runs[("fp32", 8192)]).fraction_of_peak > 0.70
+    # a 1024^3 product cannot fill 132 SMs: far below the big one
+    assert (g.gemm_from_raw(runs[("fp16", 1024)]).tflops
+            < 0.3 * g.gemm_from_raw(runs[("fp16", 8192)]).tflops)
+
+
+def test_cupy_gemm_agrees_with_pytorch(rec):
+    cupy_rate = {r["precision"]: g.gemm_from_raw(r).tflops
+                 for r in rec["gemm"] if r["n"] == 8192 and r["precision"] != "fp32"}
+    for t in rec["gemm_extra"]["torch"]:
+        torch_rate = 2 * t["n"] ** 3 / float(np.median(t["timing"]["samples"])) / 1e12
+        # the same cuBLAS underneath: within 15 % (runs differ by power and clocks)
+        assert cupy_rate[t["precision"]] == pytest.approx(torch_rate, rel=0.15)
+
+
+def _spacing(sweep, x):
+    return x * sweep.element_bytes
+
+
+def test_strided_copy_against_the_sector_model(rec):
+    # The memory model counts 32-byte sectors.  On the H200 it predicts useful bandwidth within
+    # 25 % wherever lanes are at most 48 bytes apart; once lanes are 64 bytes or more apart it
+    # over-predicts by 30-58 %: L2 then fetches 64 bytes from DRAM per sector used
+    # (cudaLimitMaxL2FetchGranularity read 64 during the run).  See docs/measured/h200.md.
+    for raw in rec["stride"]:
+        assert raw["l2_fetch_granularity"] == 64
+        s = g.access_sweep_from_raw(raw)
+        near = [x for x in s.x if _spacing(s, x) <= 48]
+        assert set(s.misses(0.25)) == set(s.x) - set(near), s
+        far = [e for x, e in zip(s.x, s.relative_error, strict=True) if _spacing(s, x) >= 64]
+        assert max(far) < -0.25
+        assert s.measured_gbps[0] == s.reference_gbps  # stride 1 is the reference
+
+
+def test_strided_copy_with_64_byte_fetches(rec):
+    # counting 64-byte DRAM blocks instead of sectors: every point of the three sweeps within 26 %
+    worst = 0.0
+    for raw in rec["stride"]:
+        s = g.access_sweep_from_raw(raw, fetch_bytes=64)
+        worst = max(worst, float(np.max(np.abs(s.relative_error))))
+        assert s.misses(0.26) == []
+    assert worst > 0.2  # it is a model, not a fit: the residuals are real
+
+
+def test_l2_fetch_granularity_is_the_cause(rec):
+    # with the runtime's L2 fetch hint at 32 B, floats 64 B apart (stride 16) land back on the
+    # sector model (-40 % at the default 64 B)
+    default = {r["element_bytes"]: r for r in rec["stride"]}[4]
+    fine = next(r for r in rec["stride_l2fetch"]
+                if r["element_bytes"] == 4 and r["l2_fetch_granularity"] == 32)
+    err = dict(zip(g.access_sweep_from_raw(fine).x,
+                   g.access_sweep_from_raw(fine).relative_error, strict=True))
+    err_default = dict(zip(g.access_sweep_from_raw(default).x,
+                           g.access_sweep_from_raw(default).relative_error, strict=True))
+    assert abs(err[16]) < 0.10 and err_default[16] < -0.30
+
+
+def test_misaligned_copies_cost_little(rec):
+    # one extra sector per warp (5 instead of 4 for floats) predicts at most -11 %; measured
+    # within 15 % of the prediction everywhere, and within 5 % of the aligned copy
+    for raw in rec["offset"]:
+        s = g.access_sweep_from_raw(raw)
+        assert s.misses(0.15) == []
+        assert min(s.measured_gbps) > 0.95 * s.reference_gbps
+
+
+def test_access_sweep_shapes_for_plots(rec):
+    s = g.access_sweep_from_raw(rec["stride"][0])
+    arrays = s.arrays()
+    assert set(arrays) >= {"x", "measured_gbps", "predicted_gbps", "sectors_read"}
+    assert len({len(v) for v in arrays.values()}) == 1
+    assert "GB/s" in repr(s) and "<table>" in s._repr_html_()
+
+
+def test_access_sweep_bad_input(rec):
+    raw = json.loads(json.dumps(rec["stride"][0]))
+    with pytest.raises(ValueError, match="reference_gbps"):
+        g.access_sweep_from_raw({**raw, "points": raw["points"][1:]})
+    with pytest.raises(ValueError, match="pattern"):
+        g.access_sweep_from_raw({**raw, "pattern": "diagonal"})
+    with pytest.raises(ValueError, match="tolerance"):
+        g.access_sweep_from_raw(raw).misses(-0.1)
+
+
+def test_bank_conflicts_match_the_wavefront_model(rec):
+    # measured SM cycles per warp-wide load (clock64 in the kernel) equal the memory model's
+    # wavefronts (one 128-byte wavefront per cycle per SM) within 10 % at every point
+    for raw in rec["bank"]:
+        b = g.bank_sweep_from_raw(raw)
+        assert np.all(np.abs(b.ratio - 1) < 0.10), b
+    f32 = g.bank_sweep_from_raw(next(r for r in rec["bank"] if r["element_bytes"] == 4))
+    by_stride = dict(zip(f32.strides, f32.wavefronts, strict=True))
+    # hand: stride 2 -> lanes i and i+16 share a bank: 2-way; stride 32 -> one bank: 32-way;
+    # stride 33 (a 32x32 tile padded by one column, read down a column) -> no conflict;
+    # stride 0 -> one word broadcast
+    assert (by_stride[2], by_stride[32], by_stride[33], by_stride[0]) == (2, 32, 1, 1)
+    assert "wavefronts" in repr(f32)
+
+
+def test_launch_latency(rec):
+    ll = g.launch_from_raw(rec["launch"])
+    # a graph replays launches on the GPU; syncing after each adds the round trip
+    assert ll.graph.median < ll.back_to_back.median < ll.synced.median
+    # facts.md section 5 (an H200 in a sandboxed VM): ~4.7 us back-to-back, ~9.8 us synced
+    assert 2e-6 < ll.back_to_back.median < 10e-6
+    assert 5e-6 < ll.synced.median < 20e-6
+    assert "µs" in repr(ll)
+
+
+def test_host_transfers(rec):
+    t = g.transfers_from_raw(rec["transfers"])
+    for direction in ("host->device", "device->host"):
+        pinned, pageable = t.get(direction, "pinned"), t.get(direction, "pageable")
+        assert pinned.gbps > 2 * pageable.gbps
+        # PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63 GB/s each way at most
+        assert pinned.gbps < 63.1
+    with pytest.raises(ValueError, match="direction"):
+        t.get("sideways", "pinned")
+
+
+def test_runtime_occupancy_equals_the_calculator(rec):
+    occ = g.occupancy_from_raw(rec["occupancy"])
+    assert len(occ.rows) > 10_000
+    assert occ.all_match, occ
+    kernels = {r[0] for r in occ.rows}
+    assert {"copy_f4", "strided_copy_4", "smem_16", "occ_regs maxrreg=40"} <= kernels
+
+
+def test_simt_teaching_kernels_on_the_h200(rec):
+    s = g.simt_from_raw(rec["simt"])
+    correct = {r[0]: r[4] for r in s.rows}
+    assert correct.pop("reduce_missing_sync") is False  # the race the simulator flags
+    assert all(correct.values())
+    # divergence: a parity branch runs both paths; a per-warp branch one
+    assert s.seconds("branch_by_parity") > 1.5 * s.seconds("branch_by_warp")
+    # Harris's reductions 1 > 2 > 3 and the transposes naive > tiled > padded
+    assert (s.seconds("reduce_interleaved") > s.seconds("reduce_interleaved_strided")
+            > s.seconds("reduce_sequential"))
+    assert (s.seconds("transpose_naive") > s.seconds("transpose_tiled")
+            > s.seconds("transpose_tiled_padded"))
+    with pytest.raises(ValueError, match="name"):
+        s.seconds("nope")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA compiler)")
+def test_kernel_sources_compile_for_hopper(tmp_path):
+    import subprocess
+
+    from gpu_lessons.measure import kernels
+
+    src = tmp_path / "all.cu"
+    src.write_text(kernels.STREAM_SOURCE + kernels.STRIDED_SOURCE + kernels.SMEM_SOURCE
+                   + kernels.EMPTY_SOURCE + kernels.OCCUPANCY_SOURCE)
+    out = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", str(src), "-o",
+                          str(tmp_path / "all.cubin")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    # the shared-memory kernels hold 2048 elements of 4, 8 and 16 bytes (8, 16, 32 KiB)
+    for size in (8192, 16384, 32768):
+        assert f"{size} bytes smem" in out.stderr

@@ -3,7 +3,7 @@
 Three layers, each importable on its own:
 
 * models (``hardware``, ``occupancy``, ``memory``, ``cache``, ``roofline``, ``simt``,
-  ``latency``, ``mfu``, ``system``): pure Python/NumPy, no widgets;
+  ``latency``, ``mfu``, ``system``, ``allocator``): pure Python/NumPy, no widgets;
 * views (``gpu_lessons.views``): ipywidgets + bokeh explorers built on the models;
 * course support (``setup``, ``env``, ``checks``, ``grade``, ``measure``).
 

@@ -1,0 +1,667 @@
+"""GPU memory allocators on request traces: a caching allocator against fixed-size pages.
+
+A trace is a sequence of ``alloc(id, size)`` and ``free(id)`` events (sizes in bytes).  Two
+allocators replay it:
+
+Caching allocator (:func:`caching`), modelled on PyTorch's CUDA caching allocator
+    (c10/cuda/CUDACachingAllocator.cpp; "CUDA semantics → memory management" in the PyTorch
+    docs).  What is modelled:
+
+    * every request is rounded up to a multiple of ``round_bytes`` (PyTorch: 512 B);
+    * memory is reserved from the device in *segments* (PyTorch's ``cudaMalloc`` calls): when no
+      cached free block fits, a new segment of ``roundup(size, segment_bytes)`` bytes is
+      reserved (PyTorch rounds large requests to 2 MiB);
+    * a free block is chosen ``"best_fit"`` (the smallest that fits, as PyTorch does) or
+      ``"first_fit"`` (the lowest address that fits); it is split when the remainder is at least
+      ``min_split_bytes``, otherwise the whole block is handed out and the rest is internal
+      waste (PyTorch does not split large-pool blocks for remainders of 1 MiB or less);
+    * on free, a block merges with free neighbours *in the same segment* — never across
+      segments, which are separate device allocations;
+    * when a new segment would exceed ``capacity``, every fully free segment is released
+      (``empty_cache``) and the reservation retried; if it still does not fit, the request fails
+      (out of memory) and is skipped (its later ``free`` is ignored).
+
+    Not modelled: PyTorch's separate small (≤ 1 MiB) and large pools, its 20 MiB segments for
+    1–10 MiB requests, streams, ``max_split_size_mb`` and expandable segments.  Segments live in
+    one address range: a new one goes into the lowest gap left by released segments that fits,
+    else at the end, so without releases the pool is contiguous and grows at its end.
+
+Paged allocator (:func:`paged`), as vLLM's PagedAttention (W. Kwon et al., "Efficient Memory
+    Management for Large Language Model Serving with PagedAttention", SOSP 2023)
+    The pool is cut into pages of ``page_bytes`` (a KV-cache block of ``B`` tokens is
+    ``B × bytes per token``); a request of ``size`` bytes takes ``ceil(size / page_bytes)``
+    pages, any free ones, contiguous or not (the lowest-numbered first).  A sequence of ``n``
+    tokens takes ``ceil(n / B)`` pages and wastes only the unused part of its last page, at most
+    ``B − 1`` tokens.  No request can fail while enough pages are free: no external
+    fragmentation.
+
+Measures, after every event
+    used (bytes requested by live allocations), allocated (bytes of the blocks or pages holding
+    them: used + internal waste), reserved (bytes taken from the device: segments, or pages ever
+    touched), and external fragmentation of the reserved-but-free memory,
+
+        fragmentation = 1 − largest free block / total free
+
+    (the usual measure: "Fragmentation (computing)", Wikipedia; P. Wilson, M. Johnstone,
+    M. Neely, D. Boles, "Dynamic Storage Allocation: A Survey and Critical Review", IWMM 1995,
+    discusses why any one number is only a summary).  0 when the free memory is one piece (or
+    for pages, where any free page serves any request); near 1 when it is in crumbs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import html
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _validate
+
+MiB = 2**20
+GiB = 2**30
+POLICIES = ("best_fit", "first_fit")
+
+#: PyTorch's rounding of every request (kMinBlockSize, CUDACachingAllocator.cpp).
+ROUND_BYTES = 512
+#: Granularity of a new segment: PyTorch rounds large segments to 2 MiB (kRoundLarge) and its
+#: small-pool segments are 2 MiB (kSmallBuffer).
+SEGMENT_BYTES = 2 * MiB
+
+
+def kv_bytes_per_token(n_layers: int, kv_hidden: int, dtype_bytes: int = 2) -> int:
+    """KV-cache bytes per token: ``2 (K and V) × layers × kv_hidden × bytes per element``.
+
+    ``kv_hidden`` = KV heads × head size (the model width without grouped-query attention).
+    OPT-13B: 2 × 40 × 5120 × 2 = 819,200 B, the "800 KB" of Kwon et al. 2023 §3.
+    """
+    L = _validate.integer("n_layers", n_layers, low=1)
+    h = _validate.integer("kv_hidden", kv_hidden, low=1)
+    b = _validate.integer("dtype_bytes", dtype_bytes, low=1, high=16)
+    return 2 * L * h * b
+
+
+#: OPT-13B in FP16 (Kwon et al. 2023): the serving trace's default.
+KV_BYTES_OPT_13B = 2 * 40 * 5120 * 2
+#: vLLM's default KV block size, tokens (Kwon et al. 2023 §7; ``--block-size 16``).
+BLOCK_TOKENS = 16
+
+
+# -- traces ----------------------------------------------------------------------------------------
+
+class Event(NamedTuple):
+    """One trace event: ``op`` "alloc" (``size`` bytes) or "free"; ``id`` an int or str."""
+
+    op: str
+    id: int | str
+    size: int = 0
+
+
+def alloc(id: int | str, size: int) -> Event:
+    """An allocation of ``size`` bytes owned by ``id``."""
+    return Event("alloc", _owner(id), _validate.integer("size", size, low=1))
+
+
+def free(id: int | str) -> Event:
+    """Release the allocation owned by ``id``."""
+    return Event("free", _owner(id))
+
+
+def _owner(id):
+    if isinstance(id, bool) or not isinstance(id, int | str):
+        raise TypeError(f"id must be an int or str, got {id!r} ({type(id).__name__})")
+    return id
+
+
+def _events(trace) -> list[Event]:
+    """Check a trace: well-formed events, no double alloc, no free of an unknown id."""
+    if isinstance(trace, str | bytes) or not isinstance(trace, Iterable):
+        raise TypeError(f"trace must be a sequence of alloc/free events, got {trace!r}")
+    out, live = [], set()
+    for i, ev in enumerate(trace):
+        if not isinstance(ev, tuple) or not ev or ev[0] not in ("alloc", "free"):
+            raise ValueError(f"trace[{i}] must be alloc(id, size) or free(id), got {ev!r}")
+        if ev[0] == "alloc":
+            if len(ev) != 3:
+                raise ValueError(f"trace[{i}] must be ('alloc', id, size), got {ev!r}")
+            e = alloc(ev[1], ev[2])
+            if e.id in live:
+                raise ValueError(f"trace[{i}] allocates id {e.id!r}, which is already live")
+            live.add(e.id)
+        else:
+            if len(ev) not in (2, 3):
+                raise ValueError(f"trace[{i}] must be ('free', id), got {ev!r}")
+            e = free(ev[1])
+            if e.id not in live:
+                raise ValueError(f"trace[{i}] frees id {e.id!r}, which is not allocated")
+            live.discard(e.id)
+        out.append(e)
+    return out
+
+
+def serving_trace(n_requests: int = 200, *, seed: int = 0, prompt_tokens=(16, 512),
+                  output_tokens=(16, 512), bytes_per_token: int = KV_BYTES_OPT_13B,
+                  concurrency: float = 32.0) -> tuple[Event, ...]:
+    """KV-cache allocations of an LLM server: requests arrive, live, and finish.
+
+    Request ``i`` (ids 0, 1, …) has ``prompt + output`` tokens, each drawn uniformly from the
+    inclusive ranges given, and allocates ``tokens × bytes_per_token`` bytes for its whole life
+    (its final length: no growth step by step).  It lives ``output`` decode steps.  Arrivals are
+    a Poisson process whose rate gives ``concurrency`` requests in flight on average (Little's
+    law: rate = concurrency / mean lifetime).  Frees at a time come before allocations at the
+    same time.  Seeded: the same arguments give the same trace.
+    """
+    n = _validate.integer("n_requests", n_requests, low=1, high=1_000_000)
+    s = _validate.integer("seed", seed, low=0)
+    p_lo, p_hi = _range("prompt_tokens", prompt_tokens, 0)
+    o_lo, o_hi = _range("output_tokens", output_tokens, 1)
+    bpt = _validate.integer("bytes_per_token", bytes_per_token, low=1)
+    conc = _validate.positive("concurrency", concurrency)
+    rng = np.random.default_rng(s)
+    prompt = rng.integers(p_lo, p_hi + 1, size=n)
+    output = rng.integers(o_lo, o_hi + 1, size=n)
+    rate = conc / ((o_lo + o_hi) / 2)
+    arrive = np.cumsum(rng.exponential(1 / rate, size=n))
+    timed = []
+    for i in range(n):
+        timed.append((float(arrive[i]), 1, i, alloc(i, int(prompt[i] + output[i]) * bpt)))
+        timed.append((float(arrive[i] + output[i]), 0, i, free(i)))
+    timed.sort(key=lambda t: t[:3])
+    return tuple(t[3] for t in timed)
+
+
+def _range(name, value, low):
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a (low, high) pair of integers, got {value!r}") from None
+    lo = _validate.integer(f"{name}[0]", lo, low=low)
+    hi = _validate.integer(f"{name}[1]", hi, low=lo)
+    return lo, hi
+
+
+def training_trace(n_steps: int = 3, *, n_layers: int = 12, weight_bytes: int = 8 * MiB,
+                   activation_bytes: int = 32 * MiB, workspace_bytes: int = 4 * MiB,
+                   vary: float = 0.0, seed: int = 0) -> tuple[Event, ...]:
+    """A training loop's allocations, the same shapes every step unless ``vary`` > 0.
+
+    Weights ``w{l}`` first (kept).  Each step ``s``: forward, per layer — workspace ``ws``,
+    activation ``a{s}.{l}``, free ``ws``; backward, last layer first — workspace, weight
+    gradient ``g{s}.{l}``, free the activation, free the workspace; then in step 0 the Adam
+    states ``opt{l}`` (2 × weights, kept), and the gradients are freed
+    (``zero_grad(set_to_none=True)``, PyTorch's default).  ``vary``: activations of a step are
+    scaled by a factor drawn uniformly from ``[1 − vary, 1]`` (a variable sequence length).
+    """
+    steps = _validate.integer("n_steps", n_steps, low=1, high=10_000)
+    L = _validate.integer("n_layers", n_layers, low=1, high=10_000)
+    w = _validate.integer("weight_bytes", weight_bytes, low=1)
+    a = _validate.integer("activation_bytes", activation_bytes, low=1)
+    ws = _validate.integer("workspace_bytes", workspace_bytes, low=1)
+    v = _validate.real("vary", vary, low=0.0, high=0.99)
+    rng = np.random.default_rng(_validate.integer("seed", seed, low=0))
+    ev = [alloc(f"w{l}", w) for l in range(L)]
+    for s in range(steps):
+        act = a if v == 0 else max(1, round(a * rng.uniform(1 - v, 1)))
+        for l in range(L):
+            ev += [alloc("ws", ws), alloc(f"a{s}.{l}", act), free("ws")]
+        for l in reversed(range(L)):
+            ev += [alloc("ws", ws), alloc(f"g{s}.{l}", w), free(f"a{s}.{l}"), free("ws")]
+        if s == 0:
+            ev += [alloc(f"opt{l}", 2 * w) for l in range(L)]
+        ev += [free(f"g{s}.{l}") for l in range(L)]
+    return tuple(ev)
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+class MapEntry(NamedTuple):
+    """A piece of the memory map: bytes ``[start, start + size)`` in ``state`` "used" (holding
+    ``owner``'s data), "waste" (inside ``owner``'s block but not requested) or "free" (cached,
+    ``owner`` None)."""
+
+    start: int
+    size: int
+    state: str
+    owner: int | str | None
+
+
+@dataclass(frozen=True)
+class OOM:
+    """The first request that could not be served."""
+
+    event: int                  # index in the trace
+    id: int | str
+    size: int                   # bytes requested
+    need: int                   # bytes the allocator needed (after rounding)
+    capacity: int
+    reserved: int
+    allocated: int
+    largest_free: int           # largest free block inside the reserved memory
+
+    @property
+    def free_total(self) -> int:
+        """Capacity not holding any allocation: cached free + never reserved."""
+        return self.capacity - self.allocated
+
+    def __repr__(self) -> str:
+        return (f"OOM(event {self.event}, id {self.id!r}: needs {_mib(self.need)} with "
+                f"{_mib(self.free_total)} free in total, largest free block "
+                f"{_mib(self.largest_free)}, unreserved {_mib(self.capacity - self.reserved)})")
+
+
+def _mib(n: float) -> str:
+    return f"{n / MiB:,.2f} MiB"
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class AllocatorRun:
+    """One allocator replaying one trace.  Arrays have one entry per event (state after it).
+
+    ``maps[i]``: the memory map after event ``i`` for each requested snapshot;
+    ``segments[i]``: the reserved ranges ``(start, size)`` then.  ``final_map`` / ``final_segments``:
+    after the last event.  ``failed``: ids whose allocation failed; ``first_oom``: the first.
+    """
+
+    allocator: str
+    capacity: int | None
+    settings: dict = field(compare=False)
+    used: np.ndarray
+    allocated: np.ndarray
+    reserved: np.ndarray
+    largest_free: np.ndarray
+    first_oom: OOM | None
+    failed: tuple
+    maps: dict = field(compare=False)
+    segments: dict = field(compare=False)
+    final_map: tuple[MapEntry, ...]
+    final_segments: tuple[tuple[int, int], ...]
+
+    @property
+    def free_cached(self) -> np.ndarray:
+        """Reserved bytes not allocated, per event."""
+        return self.reserved - self.allocated
+
+    @property
+    def waste(self) -> np.ndarray:
+        """Internal waste per event: allocated − used (rounding, unsplit remainders, last pages)."""
+        return self.allocated - self.used
+
+    @property
+    def fragmentation(self) -> np.ndarray:
+        """``1 − largest free block / total free`` of the reserved memory, per event (0 when
+        nothing is free)."""
+        free_ = self.free_cached.astype(float)
+        out = np.zeros_like(free_)
+        np.divide(self.largest_free, free_, out=out, where=free_ > 0)
+        return np.where(free_ > 0, 1.0 - out, 0.0)
+
+    @property
+    def peak_used(self) -> int:
+        return int(self.used.max(initial=0))
+
+    @property
+    def peak_allocated(self) -> int:
+        return int(self.allocated.max(initial=0))
+
+    @property
+    def peak_reserved(self) -> int:
+        return int(self.reserved.max(initial=0))
+
+    @property
+    def peak_waste(self) -> int:
+        return int(self.waste.max(initial=0))
+
+    @property
+    def max_fragmentation(self) -> float:
+        return float(self.fragmentation.max(initial=0.0))
+
+    @property
+    def peak_event(self) -> int:
+        """The event at which reservation first reached its peak (the allocator had to grow
+        that far: nothing cached fitted)."""
+        return int(np.argmax(self.reserved)) if self.reserved.size else 0
+
+    @property
+    def fragmentation_at_peak(self) -> float:
+        """Fragmentation of the cached free memory at :attr:`peak_event`."""
+        return float(self.fragmentation[self.peak_event]) if self.reserved.size else 0.0
+
+    @property
+    def unused_at_peak(self) -> int:
+        """Reserved bytes holding no data at :attr:`peak_event` (cached free + internal waste)."""
+        i = self.peak_event
+        return int(self.reserved[i] - self.used[i]) if self.reserved.size else 0
+
+    @property
+    def used_fraction_at_peak(self) -> float:
+        """Peak used / peak reserved: how much of what was taken from the device held data."""
+        return self.peak_used / self.peak_reserved if self.peak_reserved else 1.0
+
+    def _row(self):
+        oom = "none" if self.first_oom is None else f"event {self.first_oom.event}"
+        return (self.allocator, _mib(self.peak_used), _mib(self.peak_allocated),
+                _mib(self.peak_reserved), f"{self.used_fraction_at_peak:.1%}",
+                _mib(self.peak_waste), _mib(self.unused_at_peak),
+                f"{self.fragmentation_at_peak:.1%}", f"{len(self.failed)}", oom)
+
+    _HEAD = ("allocator", "peak used", "peak allocated", "peak reserved", "peak used/reserved",
+             "peak internal waste", "unused at peak reserved", "fragmentation then", "failed",
+             "first OOM")
+
+    def __repr__(self) -> str:
+        cap = "unlimited" if self.capacity is None else _mib(self.capacity)
+        oom = "none" if self.first_oom is None else repr(self.first_oom)
+        return (f"AllocatorRun({self.allocator}, {self.used.size} events, capacity {cap}: peak "
+                f"used {_mib(self.peak_used)}, allocated {_mib(self.peak_allocated)}, reserved "
+                f"{_mib(self.peak_reserved)} ({self.used_fraction_at_peak:.1%} used); peak "
+                f"internal waste {_mib(self.peak_waste)}; at peak reserved "
+                f"{_mib(self.unused_at_peak)} unused, fragmentation "
+                f"{self.fragmentation_at_peak:.1%}; {len(self.failed)} failed; first OOM: {oom})")
+
+    def _repr_html_(self) -> str:
+        return _table(f"{self.allocator} allocator", self._HEAD, [self._row()])
+
+
+def _table(caption, header, rows) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+
+
+def _snapshots(snapshots, n) -> set[int]:
+    if isinstance(snapshots, int):
+        snapshots = (snapshots,)
+    out = set()
+    for s in snapshots:
+        if n == 0:
+            raise ValueError(f"snapshots: the trace is empty, so there is no event {s!r}")
+        out.add(_validate.integer("snapshots", s, low=-n, high=n - 1) % n)
+    return out
+
+
+def _capacity(capacity):
+    return None if capacity is None else _validate.integer("capacity", capacity, low=1)
+
+
+# -- the caching allocator -------------------------------------------------------------------------
+
+class _Block:
+    __slots__ = ("owner", "req", "seg", "size", "start")
+
+    def __init__(self, start, size, owner, req, seg):
+        self.start, self.size, self.owner, self.req, self.seg = start, size, owner, req, seg
+
+
+def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
+            round_bytes: int = ROUND_BYTES, segment_bytes: int = SEGMENT_BYTES,
+            min_split_bytes: int | None = None, release_on_oom: bool = True,
+            snapshots: Iterable[int] = ()) -> AllocatorRun:
+    """Replay ``trace`` through the caching allocator of the module docstring.
+
+    ``capacity``: device bytes the pool may reserve (``None``: unlimited); ``policy``:
+    "best_fit" or "first_fit"; ``round_bytes``: request rounding; ``segment_bytes``: new segments
+    are multiples of it; ``min_split_bytes``: smallest remainder split off a block (default
+    ``round_bytes``); ``snapshots``: event indices after which to record the memory map.
+    """
+    events = _events(trace)
+    cap = _capacity(capacity)
+    _validate.choice("policy", policy, POLICIES)
+    rb = _validate.integer("round_bytes", round_bytes, low=1, high=GiB)
+    sb = _validate.integer("segment_bytes", segment_bytes, low=1)
+    if sb % rb:
+        raise ValueError(f"segment_bytes must be a multiple of round_bytes ({rb}), got {sb}")
+    ms = rb if min_split_bytes is None else _validate.integer("min_split_bytes",
+                                                              min_split_bytes, low=1)
+    if not isinstance(release_on_oom, bool):
+        raise TypeError(f"release_on_oom must be True or False, got {release_on_oom!r}")
+    snaps = _snapshots(snapshots, len(events))
+
+    blocks: list[_Block] = []          # every block of every segment, by address
+    starts: list[int] = []             # blocks[i].start, for bisect
+    segs: dict[int, int] = {}          # segment start -> size
+    owned: dict = {}                   # owner -> block
+    failed: list = []                  # ids whose allocation failed, in trace order
+    skipped: set = set()               # failed ids whose free is still to come
+    used = allocated = reserved = 0
+    n = len(events)
+    series = np.zeros((4, n), dtype=np.int64)
+    maps, seg_maps = {}, {}
+    first_oom = None
+    best = policy == "best_fit"
+
+    def insert(b):
+        i = bisect.bisect_left(starts, b.start)
+        blocks.insert(i, b)
+        starts.insert(i, b.start)
+
+    def remove(i):
+        del blocks[i]
+        del starts[i]
+
+    def find(need):
+        pick = None
+        for b in blocks:
+            if b.owner is None and b.size >= need:
+                if not best:
+                    return b
+                if pick is None or b.size < pick.size:
+                    pick = b
+                    if b.size == need:
+                        break
+        return pick
+
+    def grow(size):
+        nonlocal reserved
+        if cap is not None and reserved + size > cap:
+            return None
+        base = 0
+        for s in sorted(segs):          # lowest gap left by released segments, else the end
+            if s - base >= size:
+                break
+            base = s + segs[s]
+        segs[base] = size
+        reserved += size
+        b = _Block(base, size, None, 0, base)
+        insert(b)
+        return b
+
+    def release_free_segments():
+        nonlocal reserved
+        for i in range(len(blocks) - 1, -1, -1):
+            b = blocks[i]
+            if b.owner is None and b.size == segs[b.seg]:
+                reserved -= b.size
+                del segs[b.seg]
+                remove(i)
+
+    for k, ev in enumerate(events):
+        if ev.op == "alloc":
+            need = -(-ev.size // rb) * rb
+            b = find(need)
+            if b is None:
+                size = -(-need // sb) * sb
+                b = grow(size)
+                if b is None and release_on_oom:
+                    release_free_segments()
+                    b = grow(size)
+            if b is None:
+                failed.append(ev.id)
+                skipped.add(ev.id)
+                if first_oom is None:
+                    largest = max((x.size for x in blocks if x.owner is None), default=0)
+                    first_oom = OOM(k, ev.id, ev.size, need, cap, reserved, allocated, largest)
+            else:
+                if b.size - need >= ms:
+                    insert(_Block(b.start + need, b.size - need, None, 0, b.seg))
+                    b.size = need
+                b.owner, b.req = ev.id, ev.size
+                owned[ev.id] = b
+                used += ev.size
+                allocated += b.size
+        elif ev.id in skipped:
+            skipped.discard(ev.id)       # the request never got memory: nothing to free
+        else:
+            b = owned.pop(ev.id)
+            used -= b.req
+            allocated -= b.size
+            b.owner, b.req = None, 0
+            i = bisect.bisect_left(starts, b.start)
+            if i + 1 < len(blocks):      # merge with the next block in the same segment
+                nx = blocks[i + 1]
+                if nx.owner is None and nx.seg == b.seg:
+                    b.size += nx.size
+                    remove(i + 1)
+            if i > 0:
+                pv = blocks[i - 1]
+                if pv.owner is None and pv.seg == b.seg:
+                    pv.size += b.size
+                    remove(i)
+        largest = max((x.size for x in blocks if x.owner is None), default=0)
+        series[:, k] = (used, allocated, reserved, largest)
+        if k in snaps:
+            maps[k], seg_maps[k] = _block_map(blocks), tuple(sorted(segs.items()))
+
+    settings = dict(policy=policy, round_bytes=rb, segment_bytes=sb, min_split_bytes=ms,
+                    release_on_oom=release_on_oom)
+    return AllocatorRun(policy, cap, settings, *series, first_oom, tuple(failed), maps, seg_maps,
+                        _block_map(blocks), tuple(sorted(segs.items())))
+
+
+def _block_map(blocks) -> tuple[MapEntry, ...]:
+    out = []
+    for b in blocks:
+        if b.owner is None:
+            out.append(MapEntry(b.start, b.size, "free", None))
+        else:
+            out.append(MapEntry(b.start, b.req, "used", b.owner))
+            if b.size > b.req:
+                out.append(MapEntry(b.start + b.req, b.size - b.req, "waste", b.owner))
+    return tuple(out)
+
+
+# -- the paged allocator ---------------------------------------------------------------------------
+
+def paged(trace, *, page_bytes: int, capacity: int | None = None,
+          snapshots: Iterable[int] = ()) -> AllocatorRun:
+    """Replay ``trace`` through fixed-size pages (PagedAttention; module docstring).
+
+    ``page_bytes``: bytes per page (``BLOCK_TOKENS × bytes per token`` for a KV cache);
+    ``capacity``: pool bytes (``capacity // page_bytes`` pages; ``None``: unlimited).
+    Reserved = pages ever touched (taking the lowest free page first, that is the peak number
+    of pages in use).  A request fails only if fewer pages are free than it needs.
+    """
+    events = _events(trace)
+    pb = _validate.integer("page_bytes", page_bytes, low=1)
+    cap = _capacity(capacity)
+    if cap is not None and cap < pb:
+        raise ValueError(f"capacity ({cap} B) must hold at least one page of {pb} B")
+    n_pages = math.inf if cap is None else cap // pb
+    snaps = _snapshots(snapshots, len(events))
+
+    free_pages: list[int] = []          # min-heap of freed pages below the high-water mark
+    high = 0                            # pages ever touched
+    owned: dict = {}                    # owner -> (pages, size)
+    failed: list = []
+    skipped: set = set()
+    used = in_use = 0
+    n = len(events)
+    series = np.zeros((4, n), dtype=np.int64)
+    maps, seg_maps = {}, {}
+    first_oom = None
+    for k, ev in enumerate(events):
+        if ev.op == "alloc":
+            need = -(-ev.size // pb)
+            if len(free_pages) + (n_pages - high) < need:
+                failed.append(ev.id)
+                skipped.add(ev.id)
+                if first_oom is None:
+                    first_oom = OOM(k, ev.id, ev.size, need * pb, cap, high * pb, in_use * pb,
+                                    len(free_pages) * pb)
+            else:
+                take = [heapq.heappop(free_pages) for _ in range(min(need, len(free_pages)))]
+                fresh = need - len(take)
+                take += range(high, high + fresh)
+                high += fresh
+                owned[ev.id] = (take, ev.size)
+                used += ev.size
+                in_use += need
+        elif ev.id in skipped:
+            skipped.discard(ev.id)
+        else:
+            pages, size = owned.pop(ev.id)
+            for p in pages:
+                heapq.heappush(free_pages, p)
+            used -= size
+            in_use -= len(pages)
+        # any free page serves any request: the largest usable "block" is all of them
+        series[:, k] = (used, in_use * pb, high * pb, len(free_pages) * pb)
+        if k in snaps:
+            maps[k], seg_maps[k] = _page_map(owned, free_pages, pb), ((0, high * pb),)
+
+    settings = dict(page_bytes=pb, pages=None if cap is None else int(n_pages))
+    return AllocatorRun("paged", cap, settings, *series, first_oom, tuple(failed), maps, seg_maps,
+                        _page_map(owned, free_pages, pb), ((0, high * pb),))
+
+
+def _page_map(owned, free_pages, pb) -> tuple[MapEntry, ...]:
+    pieces = [(p * pb, pb, "free", None) for p in free_pages]
+    for owner, (pages, size) in owned.items():
+        last = len(pages) - 1
+        for j, p in enumerate(pages):
+            if j < last:
+                pieces.append((p * pb, pb, "used", owner))
+            else:
+                tail = size - last * pb
+                pieces.append((p * pb, tail, "used", owner))
+                if tail < pb:
+                    pieces.append((p * pb + tail, pb - tail, "waste", owner))
+    pieces.sort(key=lambda e: e[0])
+    out: list[MapEntry] = []
+    for start, size, state, owner in pieces:     # merge runs of whole pages
+        if (out and out[-1].state == state and out[-1].owner == owner
+                and out[-1].start + out[-1].size == start and state != "waste"):
+            prev = out.pop()
+            out.append(MapEntry(prev.start, prev.size + size, state, owner))
+        else:
+            out.append(MapEntry(start, size, state, owner))
+    return tuple(out)
+
+
+# -- side by side ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class AllocatorComparison:
+    """First fit, best fit and paging on the same trace (see :func:`compare`)."""
+
+    runs: tuple[AllocatorRun, ...]
+
+    def __getitem__(self, name: str) -> AllocatorRun:
+        for r in self.runs:
+            if r.allocator == name:
+                return r
+        return _validate.choice("allocator", name, [r.allocator for r in self.runs])
+
+    def __repr__(self) -> str:
+        rows = [AllocatorRun._HEAD, *(r._row() for r in self.runs)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
+                         for row in rows)
+
+    def _repr_html_(self) -> str:
+        return _table("Allocators on one trace", AllocatorRun._HEAD, [r._row() for r in self.runs])
+
+
+def compare(trace, *, page_bytes: int, capacity: int | None = None,
+            snapshots: Iterable[int] = (), **caching_kw) -> AllocatorComparison:
+    """Run first fit, best fit (:func:`caching`, extra keywords go to it) and :func:`paged`."""
+    events = _events(trace)
+    snapshots = tuple(snapshots) if not isinstance(snapshots, int) else (snapshots,)
+    runs = [caching(events, capacity=capacity, policy=p, snapshots=snapshots, **caching_kw)
+            for p in ("first_fit", "best_fit")]
+    runs.append(paged(events, page_bytes=page_bytes, capacity=capacity, snapshots=snapshots))
+    return AllocatorComparison(tuple(runs))

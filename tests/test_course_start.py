@@ -38,6 +38,8 @@ def test_course_start_serves_jupyterlab(tmp_path):
             except OSError:
                 time.sleep(1)
         assert status == 200, (tmp_path / "lab.log").read_text()[-3000:]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            assert r.url.endswith("/lab/tree/notebooks/00_start_here.ipynb"), r.url  # opens notebook 00
         url = f"http://127.0.0.1:{port}/api/contents/notebooks/00_start_here.ipynb"
         with urllib.request.urlopen(url, timeout=10) as r:
             assert r.status == 200

@@ -4,3 +4,17 @@ A view builds controls and plots from model functions and never redoes a model's
 Every explorer is an :class:`~gpu_lessons.views._base.Explorer` (an ipywidgets ``VBox``): show it
 by leaving it as the last expression of a cell.
 """
+
+#: Every explorer, as "module:factory" (called with no arguments for a sensible default state).
+#: The browser test and ``tools/bench_views.py`` walk this registry.
+EXPLORERS = {
+    "catalog": "gpu_lessons.views.catalog:catalog_explorer",
+}
+
+
+def load(name: str):
+    """Return the factory of explorer ``name`` (see :data:`EXPLORERS`)."""
+    import importlib
+
+    module, func = EXPLORERS[name].split(":")
+    return getattr(importlib.import_module(module), func)

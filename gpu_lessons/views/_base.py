@@ -45,6 +45,7 @@ class Explorer(widgets.VBox):
                                layout=widgets.Layout(grid_template_columns="repeat(2, 470px)"))
         plots = widgets.HBox([BokehModel(f) for f in figures])
         super().__init__([*header, grid, self.readout, self.warning, plots])
+        self.add_class("gpu-lessons-explorer")  # the browser test finds explorers by this class
         self.update()
 
     def _on_change(self, _change):

@@ -9,6 +9,9 @@ by leaving it as the last expression of a cell.
 #: The browser test and ``tools/bench_views.py`` walk this registry.
 EXPLORERS = {
     "catalog": "gpu_lessons.views.catalog:catalog_explorer",
+    "roofline": "gpu_lessons.views.roofline:roofline_explorer",
+    "occupancy": "gpu_lessons.views.occupancy:occupancy_explorer",
+    "mfu": "gpu_lessons.views.mfu:mfu_explorer",
     "coalescing": "gpu_lessons.views.coalescing:coalescing_explorer",
     "banks": "gpu_lessons.views.banks:bank_explorer",
     "cache": "gpu_lessons.views.cache:cache_explorer",

@@ -1,0 +1,373 @@
+"""The capstone's mystery kernels: every time against its source, every diagnosis against a
+hand derivation.
+
+References (none of them is the capstone module's own output):
+* ``tests/data/h200_measurements.json``: the raw H200 samples; their medians must be the
+  times the capstone quotes, and ``docs/measured/h200.md`` must print them;
+* hand arithmetic, written out beside each kernel: sectors and wavefronts of one warp, bytes,
+  FLOPs, fractions of the datasheet peaks (H200 SXM: 66.9 TFLOP/s FP32, 989 TFLOP/s FP16
+  tensor, 4,800 GB/s, 132 SMs at 1,980 MHz — NVIDIA H200 datasheet / Hopper whitepaper);
+* Nsight Compute's 60 % "Speed Of Light" rule for the verdict.
+"""
+
+import json
+import math
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_lessons import capstone
+from gpu_lessons.capstone import (
+    H200_MEASURED,
+    MYSTERIES,
+    NEAR_ROOF,
+    VERDICTS,
+    WarpAccess,
+    answer_key,
+    classify,
+    diagnose,
+    evidence,
+    gemm_story,
+    mystery,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RAW = json.loads((ROOT / "tests" / "data" / "h200_measurements.json").read_text("utf-8"))
+DOC = (ROOT / "docs" / "measured" / "h200.md").read_text("utf-8")
+
+# H200 SXM datasheet figures (NVIDIA H200 datasheet; Hopper whitepaper for the SM count/clock)
+PI_FP32, PI_FP16, BETA = 66.9e12, 989e12, 4800e9
+SMS, CLOCK = 132, 1.98e9
+
+
+def _median(timing):
+    return statistics.median(timing["samples"])
+
+
+# -- the measured times are the raw run's medians --------------------------------------------------
+
+def _raw_stride(stride, element_bytes=4):
+    for sweep in RAW["stride"]:
+        if sweep["element_bytes"] == element_bytes:
+            for p in sweep["points"]:
+                if p["stride"] == stride and p["offset"] == 0:
+                    return _median(p["timing"])
+    raise KeyError(stride)
+
+
+def _raw_gemm(precision, n=8192):
+    for g in RAW["gemm"]:
+        if g["precision"] == precision and g["n"] == n and g["data"] == "normal":
+            return _median(g["timing"])
+    raise KeyError(precision)
+
+
+def _raw_simt(name):
+    return next(_median(k["timing"]) for k in RAW["simt"]["kernels"] if k["name"] == name)
+
+
+@pytest.mark.parametrize("key, raw", [
+    ("strided_copy_4_stride8", lambda: _raw_stride(8)),
+    ("strided_copy_4_stride1", lambda: _raw_stride(1)),
+    ("transpose_tiled", lambda: _raw_simt("transpose_tiled")),
+    ("transpose_tiled_padded", lambda: _raw_simt("transpose_tiled_padded")),
+    ("sgemm_8192", lambda: _raw_gemm("fp32")),
+    ("hgemm_8192", lambda: _raw_gemm("fp16")),
+    ("hgemm_1024", lambda: _raw_gemm("fp16", 1024)),
+    ("triad_bandwidth", lambda: RAW["triad"]["bytes_moved"] / _median(RAW["triad"]["timing"])),
+    ("copy_bandwidth", lambda: RAW["copy"]["bytes_moved"] / _median(RAW["copy"]["timing"])),
+])
+def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
+    # copy bandwidth is quoted to 4 significant figures (4,198 GB/s), times to 5-6
+    assert H200_MEASURED[key][0] == pytest.approx(raw(), rel=2e-4)
+    assert "docs/measured/h200.md" in H200_MEASURED[key][1]
+
+
+@pytest.mark.parametrize("text", ["335.2 µs", "152.9 µs", "4,198 GB/s", "943", "3,739", "50.5",
+                                  "693.6", "69.1", "4,234 GB/s"])
+def test_the_measurement_report_prints_the_figures_the_capstone_uses(text):
+    assert text in DOC
+
+
+def test_every_kernel_says_where_its_time_comes_from():
+    for k in MYSTERIES.values():
+        for kernel in (k, k.after) if k.after else (k,):
+            source = kernel.time_source
+            if kernel.measured:
+                assert source.startswith("measured:") and "h200.md" in source
+            else:
+                assert source.startswith("model-derived:")
+
+
+def test_at_least_five_kernels_cover_all_three_verdicts():
+    verdicts = {diagnose(k).verdict for k in MYSTERIES}
+    assert len(MYSTERIES) >= 5
+    assert verdicts == set(VERDICTS)
+
+
+# -- each diagnosis follows from hand-derived evidence ---------------------------------------------
+
+def test_aos_field_is_memory_bound_with_wasted_sectors():
+    # load: lanes 32 B apart -> 32 distinct sectors (1024 B) for 128 B asked; store: 128
+    # contiguous aligned bytes -> 4 sectors.  Traffic factor (1024 + 128) / (128 + 128) = 4.5.
+    # Useful bytes 62,914,560 x 8 = 503,316,480; moved 4.5x = 2,264,924,160 B in 533.504 µs
+    # = 4.245 TB/s = 88.4 % of 4.8 TB/s >= 60 % -> memory-bound (DRAM).
+    ev = evidence("aos_field")
+    assert ev.traffic_factor == pytest.approx(4.5)
+    assert [s for _, s, _ in ev.global_sectors] == [32, 4]
+    assert ev.dram_fraction == pytest.approx(503_316_480 * 4.5 / 533.504e-6 / BETA, rel=1e-6)
+    assert ev.dram_fraction == pytest.approx(0.8845, abs=1e-3)
+    d = diagnose("aos_field")
+    assert (d.verdict, d.limiter) == ("memory-bound", "DRAM")
+    assert "step 1" in d.route
+    # after SoA: 4 sectors per request, 503,316,480 B in 134.624 µs = 3.739 TB/s = 77.9 %
+    assert d.after.evidence.traffic_factor == 1
+    assert d.after.evidence.dram_fraction == pytest.approx(0.779, abs=1e-3)
+    assert d.speedup == pytest.approx(533.504 / 134.624, rel=1e-4)
+
+
+def test_transpose_tiled_is_bound_by_shared_memory_bank_conflicts():
+    # tile[32][32] floats: a column read puts all 32 lanes in bank 0 -> 32 wavefronts; a row
+    # store is conflict-free -> 1.  Each happens 8192² / 32 = 2,097,152 times.  At one
+    # wavefront per SM per cycle: 33 x 2,097,152 / (132 x 1.98 GHz) = 264.8 µs, 79.0 % of the
+    # measured 335.152 µs.  DRAM: 2 x 8192² x 4 B = 536,870,912 B / 335.152 µs = 33.4 %.
+    ev = evidence("transpose_tiled")
+    assert [w for _, w, _ in ev.shared_wavefronts] == [1, 32]
+    assert ev.smem_seconds == pytest.approx(33 * 2_097_152 / (SMS * CLOCK), rel=1e-9)
+    assert ev.smem_fraction == pytest.approx(0.790, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(536_870_912 / 335.152e-6 / BETA, rel=1e-6)
+    # 256 threads, 28 registers, 4 KB + 1 KB reserved: 8 blocks = 64 warps, as the CUDA runtime
+    # reported for this kernel in the same H200 run
+    assert ev.occupancy.blocks_per_sm == 8
+    d = diagnose("transpose_tiled")
+    assert (d.verdict, d.limiter) == ("memory-bound", "shared memory")
+    # padded: 2 x 2,097,152 wavefronts = 16.0 µs (10.5 % of 152.896 µs); DRAM 536,870,912 B
+    # in 152.896 µs = 3.511 TB/s = 73.2 %: the bottleneck moved to DRAM
+    after = d.after
+    assert [w for _, w, _ in after.evidence.shared_wavefronts] == [1, 1]
+    assert after.evidence.smem_fraction == pytest.approx(0.105, abs=1e-3)
+    assert (after.verdict, after.limiter) == ("memory-bound", "DRAM")
+    assert after.evidence.dram_fraction == pytest.approx(0.7315, abs=1e-3)
+
+
+def test_sgemm_is_compute_bound_on_the_cuda_cores():
+    # 2 x 8192³ = 1,099,511,627,776 FLOP in 21.755 ms = 50.54 TFLOP/s = 75.5 % of 66.9
+    flops = 2 * 8192**3
+    ev = evidence("sgemm")
+    assert ev.flops == flops
+    assert ev.compute_fraction == pytest.approx(flops / 21.755312e-3 / PI_FP32, rel=1e-6)
+    d = diagnose("sgemm")
+    assert d.verdict == "compute-bound" and "CUDA cores" in d.limiter
+    # the fix changes the roof: FP16 tensor cores, 1.585 ms measured = 13.7x
+    assert d.speedup == pytest.approx(21.755312 / 1.585312, rel=1e-6)
+    assert d.after.verdict == "compute-bound"
+
+
+def test_hgemm_is_compute_bound_near_the_tensor_roof():
+    # 1,099,511,627,776 FLOP in 1.585312 ms = 693.6 TFLOP/s = 70.1 % of 989
+    ev = evidence("hgemm")
+    assert ev.compute_fraction == pytest.approx(0.7013, abs=1e-3)
+    # compulsory intensity 2N/(3 x 2 B) = 2730.7 FLOP/byte, ridge 989/4.8 = 206
+    assert ev.intensity == pytest.approx(2 * 8192 / 6)
+    assert ev.ridge_point == pytest.approx(989 / 4.8)
+    d = diagnose("hgemm")
+    assert d.verdict == "compute-bound" and "tensor" in d.limiter
+    assert d.after is None and "already near the roof" in d.route
+
+
+def test_decode_layer_bytes_and_verdict():
+    # Weights: 4096 x (3·4096 + 4096 + 2·11008 + 11008) = 202,375,168 FP16 values = 404,750,336 B.
+    # Activations in/out of the four GEMMs at m = 8: 8 x (3·4096 + 11008) x 2 = 372,736 B in,
+    # 8 x (12288 + 4096 + 22016 + 4096) x 2 = 679,936 B out.  KV cache: 8 sequences x 32 heads
+    # x 8192 tokens x 128 x 2 B x 2 (K and V) = 1,073,741,824 B; Q and O: 8 x 32 x 128 x 2 x 2
+    # = 131,072 B.  Total 1,479,675,904 B.  FLOPs: 2 x 8 x 202,375,168 + 4 x 8 x 32 x 8192 x 128
+    # = 4,311,744,512 -> 2.914 FLOP/byte, far below the FP16 ridge (206).
+    k = mystery("decode_layer")
+    assert k.cost.bytes == 1_479_675_904
+    assert k.cost.flops == 4_311_744_512
+    assert k.seconds == pytest.approx(1_479_675_904 / 4198e9, rel=1e-3)
+    d = diagnose(k)
+    assert (d.verdict, d.limiter) == ("memory-bound", "DRAM")
+    assert d.evidence.roofline_side == "memory-bound"
+    # KV reads are 73 % of the bytes: attention, not the weights, dominates at this batch
+    kv = sum(b for label, _, b in k.cost.parts if label == "attention decode")
+    assert kv / k.cost.bytes == pytest.approx(0.7257, abs=1e-3)
+    # FP8 KV cache halves those 1,073,741,824 + 131,072 B: the layer moves 536,936,448 B less
+    assert k.after.cost.bytes == 1_479_675_904 - (1_073_741_824 + 131_072) // 2
+
+
+def test_register_hog_is_latency_bound_by_too_few_warps():
+    # 168 registers: 168 x 32 = 5376 per warp (already a multiple of 256); a sub-partition of
+    # 16,384 holds 3 such warps -> 12 per SM; a 256-thread block has 8 warps -> 1 block, 8 warps.
+    # Little's law: 4.8 TB/s x 600 ns = 2.88 MB in flight = 21,818 B per SM = 5,455 threads of
+    # 4-byte loads = 170.5 warps/SM needed.
+    ev = evidence("register_hog")
+    assert (ev.occupancy.warps_per_sm, ev.occupancy.limiter) == (8, "registers")
+    assert ev.warps_needed == pytest.approx(4.8e12 * 600e-9 / 132 / 4 / 32, rel=1e-9)
+    # Latency model by hand: 2 warps per scheduler, I = 41 instructions per load, L = 600 ns x
+    # 1.98 GHz = 1188 cycles, T = 40 + 1188 = 1228; issue rate 2 x 41 / 1228 per scheduler ->
+    # 4 x 2/1228 loads/cycle/SM x 128 B x 1.98 GHz x 132 SMs = 217.9 GB/s.
+    bw = 4 * 2 / 1228 * 128 * CLOCK * SMS
+    assert ev.useful_bandwidth == pytest.approx(bw, rel=1e-6)
+    assert max(ev.fractions.values()) < NEAR_ROOF
+    d = diagnose("register_hog")
+    assert (d.verdict, d.limiter) == ("latency-bound", "too few warps")
+    # fixed: 32 registers -> 64 warps/SM; with float4 loads the latency model exceeds the DRAM,
+    # so the measured copy bandwidth sets the time: 536,870,912 B / 4198 GB/s
+    assert d.after.evidence.occupancy.warps_per_sm == 64
+    assert d.after.evidence.seconds == pytest.approx(536_870_912 / 4198e9, rel=1e-3)
+    assert d.after.verdict == "memory-bound"
+
+
+def test_kernel_chain_is_launch_bound_and_stays_so_when_fused():
+    # each kernel: 2^20 floats in and out = 8,388,608 B / 4198 GB/s = 1.998 µs of GPU work.
+    # H200 launch figures (facts: ≈ 4.7 µs back-to-back, ≈ 9.8 µs synced -> 5.1 µs round trip).
+    # Launches every 4.7 µs > 1.998 µs, so the GPU waits for the CPU: the last kernel is
+    # launched at 10 x 4.7 = 47 µs, runs 1.998 µs, and the sync returns 5.1 µs later:
+    # 54.1 µs.  GPU busy 19.98 / 54.1 = 36.9 %; DRAM 83,886,080 B / 54.1 µs = 32.3 % < 60 %.
+    per = 8_388_608 / 4198e9
+    k = mystery("kernel_chain")
+    assert k.seconds == pytest.approx(10 * 4.7e-6 + per + 5.1e-6, rel=1e-3)
+    ev = evidence(k)
+    assert ev.launch_dominated
+    assert ev.gpu_busy_fraction == pytest.approx(0.369, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(0.323, abs=1e-3)
+    d = diagnose(k)
+    assert (d.verdict, d.limiter) == ("latency-bound", "launch overhead")
+    # fused: one launch + one pass + the sync = 4.7 + 1.998 + 5.1 = 11.8 µs (4.6x); a single
+    # 2 µs kernel is still dominated by its launch and sync
+    assert d.fixed_seconds == pytest.approx(4.7e-6 + per + 5.1e-6, rel=1e-3)
+    assert (d.after.verdict, d.after.limiter) == ("latency-bound", "launch overhead")
+
+
+def test_every_fix_is_faster():
+    for d in answer_key().diagnoses:
+        if d.after is not None:
+            assert d.speedup > 1, d.evidence.key
+
+
+# -- the verdict rule ------------------------------------------------------------------------------
+
+FRACTION = st.floats(min_value=0, max_value=1.2, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(c=FRACTION, m=FRACTION, s=st.none() | FRACTION, launch=st.booleans(),
+       warps=st.booleans())
+def test_classify_follows_the_60_percent_rule(c, m, s, launch, warps):
+    fr = {"compute": c, "DRAM": m}
+    if s is not None:
+        fr["shared memory"] = s
+    verdict, limiter = classify(fr, launch_dominated=launch, too_few_warps=warps)
+    assert verdict in VERDICTS
+    top = max(fr.values())
+    if top < NEAR_ROOF:
+        assert verdict == "latency-bound"
+        assert limiter == ("launch overhead" if launch else
+                           "too few warps" if warps else "latency (unexplained)")
+    else:
+        assert fr[limiter] == top
+        assert verdict == ("compute-bound" if limiter == "compute" else "memory-bound")
+
+
+def test_classify_edges():
+    assert classify({"compute": 0.6, "DRAM": 0.1}) == ("compute-bound", "compute")
+    assert classify({"compute": 0.1, "DRAM": 0.599}) == ("latency-bound", "latency (unexplained)")
+    assert classify({"compute": 0.0, "DRAM": 0.0, "shared memory": 0.61}) == \
+        ("memory-bound", "shared memory")
+
+
+# -- the end-to-end GEMM story ---------------------------------------------------------------------
+
+def test_gemm_story_numbers():
+    s = gemm_story()
+    naive, t32, t128, tc, tc256 = s.steps
+    n = 8192
+    # naive: 2N³ FLOP over (2N³ + N²) x 4 B = 0.25 FLOP/byte (PMPP ch. 5), memory-bound at
+    # 4.8 TB/s: (2N³ + N²) x 4 / 4.8e12 = 916.4 ms
+    assert naive.cost.intensity == pytest.approx(0.25, rel=1e-3)
+    assert naive.seconds == pytest.approx((2 * n**3 + n**2) * 4 / BETA)
+    assert naive.bound == "memory-bound"
+    # 32-tiles: A and B each read N/32 times -> 2N³/32 + N² elements; intensity 7.98 < 13.9
+    assert t32.cost.bytes == (2 * n**3 // 32 + n**2) * 4
+    assert t32.bound == "memory-bound" and t32.ridge_point == pytest.approx(66.9 / 4.8)
+    # 128-tiles: 2N³/128 + N² elements -> 31.8 FLOP/byte > 13.9: compute-bound, 2N³/66.9 TFLOP/s
+    assert t128.bound == "compute-bound"
+    assert t128.seconds == pytest.approx(2 * n**3 / PI_FP32)
+    assert t128.measured_seconds == H200_MEASURED["sgemm_8192"][0]
+    # FP16 on tensor cores: same tiles, 2-byte elements -> 63.5 FLOP/byte < 206: memory-bound
+    # again (the bottleneck moved)
+    assert tc.bound == "memory-bound" and tc.cost.intensity == pytest.approx(63.5, abs=0.1)
+    # 128 x 256: A read N/256 times, B N/128 times: (N³/256 + N³/128 + N²) x 2 B = 13.02 GB ->
+    # 2.712 ms at 4.8 TB/s; cuBLAS measured 1.585 ms, faster than this DRAM-only bound because
+    # L2 serves part of the re-reads
+    assert tc256.cost.bytes == (n**3 // 256 + n**3 // 128 + n**2) * 2
+    assert tc256.seconds == pytest.approx(13_019_119_616 / BETA)
+    assert tc256.measured_seconds < tc256.seconds
+    times = [st_.seconds for st_ in s.steps]
+    assert times == sorted(times, reverse=True)
+
+
+def test_gemm_story_on_another_gpu_has_no_measurements():
+    s = gemm_story(4096, "a100")
+    assert all(st_.measured_seconds is None for st_ in s.steps)
+    # A100: ridge 19.5 / 2.039 = 9.56 FLOP/byte in FP32
+    assert s.steps[0].ridge_point == pytest.approx(19.5 / 2.039)
+
+
+# -- representations and bad input -----------------------------------------------------------------
+
+def test_reprs_carry_units():
+    assert "µs" in repr(mystery("aos_field"))
+    text = repr(evidence("transpose_tiled"))
+    assert "FLOP/byte" in text and "GB/s" in text and "wavefronts" in text
+    assert "TFLOP/s" in repr(gemm_story())
+    assert "<table>" in answer_key()._repr_html_()
+    assert "model-derived" in mystery("kernel_chain")._repr_html_()
+    assert "after the fix" in repr(diagnose("register_hog"))
+    assert "<table>" in diagnose("sgemm")._repr_html_()
+    assert "<table>" in evidence("sgemm")._repr_html_()
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"key must be one of .*'aos_field'"):
+        mystery("naive_gemm")
+    with pytest.raises(TypeError, match="key must be a string"):
+        mystery(3)
+    with pytest.raises(TypeError, match="kernel must be a MysteryKernel"):
+        evidence(3.5)
+    with pytest.raises(TypeError, match="fractions"):
+        classify({"DRAM": 0.5})
+    with pytest.raises(ValueError, match="fractions"):
+        classify({"compute": -0.1})
+    with pytest.raises(ValueError, match="near"):
+        classify({"compute": 0.5}, near=0)
+    with pytest.raises(ValueError, match="n must be >= 256"):
+        gemm_story(16)
+    with pytest.raises(ValueError, match="space"):
+        WarpAccess("x", (0,) * 32, space="local")
+
+
+def test_roofline_points_are_the_kernels_with_flops():
+    names, xs, ys = capstone.roofline_points()
+    # the field copy and the transpose only move data: no FLOP/s to plot
+    assert "aos_field" not in names and "transpose_tiled" not in names
+    i = names.index("hgemm")
+    assert xs[i] == pytest.approx(2 * 8192 / 6)
+    assert ys[i] == pytest.approx(2 * 8192**3 / 1.585312e-3)
+    assert capstone.roofline_points("sgemm")[0] == ["sgemm"]
+
+
+def test_a_kernel_built_by_hand_is_diagnosed_too():
+    # the learner's own kernel: a copy at half the DRAM peak with no other evidence ->
+    # latency-bound with no model to explain it
+    k = replace(mystery("aos_field"), key="mine", accesses=(), after=None,
+                seconds=503_316_480 / (0.5 * BETA))
+    d = diagnose(k)
+    assert (d.verdict, d.limiter) == ("latency-bound", "latency (unexplained)")
+    assert math.isclose(d.evidence.dram_fraction, 0.5)
+    assert capstone.diagnose(k).after is None

@@ -1,0 +1,381 @@
+"""System explorers: the plots and readouts are the system models' numbers, and hand-derived ones."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_lessons import allocator, system
+from gpu_lessons.views import system as view
+from gpu_lessons.views.system import allocator_explorer, launch_explorer, overlap_explorer
+
+
+def _extremes(w):
+    """First and last value a control offers."""
+    if hasattr(w, "options"):
+        return [o[1] if isinstance(o, tuple) else o for o in (w.options[0], w.options[-1])]
+    if hasattr(w, "min"):
+        return [w.min, w.max]
+    return [not w.value, w.value]  # a checkbox
+
+
+def _bars(ex, lane):
+    d = ex.bars.data
+    return [(s, e, lab) for ln, s, e, lab in zip(d["lane"], d["start"], d["end"], d["label"],
+                                                 strict=True) if ln == lane]
+
+
+# -- launch overhead ----------------------------------------------------------------------------
+
+H200 = system.LAUNCH_FIGURES["H200"]
+
+
+def test_launch_default_hand_derived():
+    e = launch_explorer()
+    assert e.warning.value == ""
+    # batch 32: kernel = 2 + 0.05·32 = 3.6 µs.  H200: launch o = 4.7 µs, sync r = 5.1 µs.
+    # async, 10 kernels: end = max(o + n·d, n·o + d) = max(40.7, 50.6) = 50.6, + r = 55.7 µs;
+    # GPU busy 36 / 55.7 = 64.6 %.  Synced: 10 × (4.7 + 3.6 + 5.1) = 134.0 µs.
+    assert e.current.data["kernel_us"] == [pytest.approx(3.6)]
+    assert e.current.data["utilisation"][0] == pytest.approx(100 * 36 / 55.7)
+    text = e.readout.value
+    assert "55.7 µs" in text and "64.6%" in text and "134.0 µs" in text
+    # kernel = launch at (4.7 − 2) / 0.05 = 54 items
+    assert e.knee.location == pytest.approx(54)
+    assert "batch 54" in text
+    # the timeline: 10 launches on the CPU, then the wait for the GPU; 10 kernels on the GPU
+    cpu, gpu = _bars(e, "CPU"), _bars(e, "GPU")
+    assert len(gpu) == 10 and len(cpu) == 11
+    assert cpu[0][:2] == (0, pytest.approx(4.7))
+    # launch-bound: kernel i starts when its launch returns, (i+1)·4.7 µs
+    assert [s for s, _, _ in gpu] == pytest.approx([4.7 * (i + 1) for i in range(10)])
+    assert max(end for _, end, _ in cpu) == pytest.approx(55.7)
+
+
+def test_launch_bound_forty_percent():
+    # 50 kernels of 2 µs, 5 µs launches, no final sync: max(5 + 100, 250 + 2) = 252 µs,
+    # GPU busy 100 / 252 = 39.7 %
+    e = launch_explorer(n_kernels=50, fixed_us=2.0, per_item_us=0.0, launch_us=5.0,
+                        final_sync=False)
+    assert e.run.step_us == pytest.approx(252)
+    assert e.current.data["utilisation"][0] == pytest.approx(100 * 100 / 252)
+    assert "252.0 µs" in e.readout.value
+
+
+def test_launch_modes_and_graph():
+    e = launch_explorer()
+    e.controls["mode"].value = "sync"
+    # every kernel pays o + d + r: 10 × 13.4 µs
+    assert e.run.step_us == pytest.approx(134.0)
+    assert len(_bars(e, "CPU")) == 20   # a launch and a wait per kernel
+    e.controls["mode"].value = "graph"
+    # one launch g = 4.7 µs, then n × (node cost c + d), then r
+    c = H200.graph_node_us
+    assert e.run.step_us == pytest.approx(4.7 + 10 * (c + 3.6) + 5.1)
+    assert [lab for _, _, lab in _bars(e, "CPU")] == ["graph launch", "sync wait"]
+    assert set(e.bars.data["kind"]) == {"graph launch", "sync wait", "kernel"}
+
+
+def test_launch_curves_are_the_models_sweep():
+    e = launch_explorer(batch=256, n_kernels=5)
+    for m in system.MODES:
+        direct = system.batch_sweep(view.BATCHES, fixed_us=2.0, per_item_us=0.05,
+                                    n_kernels=5, mode=m, figures="H200", launch_us=4.7)
+        assert np.allclose(e.curves.data[m], 100 * direct.utilisation)
+    # large batches: kernels of 2 + 0.05·65536 µs dwarf every overhead
+    assert e.curves.data["async"][-1] > 99
+
+
+def test_launch_v100_reproduces_grays_blog():
+    # A. Gray, "Getting Started with CUDA Graphs" (NVIDIA blog, 2019), V100: 20 kernels of
+    # 2.9 µs per step, one sync per step: 3.8 µs per kernel with launches overlapped, 9.6 µs
+    # with a sync after each, 3.4 µs in a CUDA Graph.
+    e = launch_explorer(n_kernels=20, fixed_us=2.9, per_item_us=0.0)
+    e.controls["figures"].value = "V100"
+    assert e.controls["launch_us"].value == pytest.approx(
+        system.launch_figures("V100").launch_us)   # the system's own launch cost
+    assert e.warning.value == ""
+    per_kernel = {r.mode: r.per_kernel_us for r in e.modes.runs}
+    assert per_kernel["async"] == pytest.approx(3.8, abs=0.05)
+    assert per_kernel["sync"] == pytest.approx(9.6, abs=0.05)
+    assert per_kernel["graph"] == pytest.approx(3.4, abs=0.05)
+    assert f"{per_kernel['sync']:.2f} µs/kernel" in e.readout.value
+
+
+def test_launch_zero_kernel_is_refused_visibly():
+    e = launch_explorer()
+    e.controls["fixed_us"].value = 0
+    e.controls["per_item_us"].value = 0
+    assert "fixed_us" in e.warning.value and "per_item_us" in e.warning.value
+    e.controls["per_item_us"].value = 0.1
+    assert e.warning.value == ""
+
+
+def test_launch_extreme_controls():
+    e = launch_explorer()
+    for key, w in e.controls.items():
+        for v in _extremes(w):
+            w.value = v
+            assert e.warning.value == "", (key, v, e.warning.value)
+
+
+# -- overlap --------------------------------------------------------------------------------------
+
+PCIE4 = 16e9 * 128 / 130 * 16 / 8            # PCIe 4.0 x16: 31.5 GB/s per direction
+RING_64MIB_8 = 2 * 7 / 8 * 64 * 2**20 / PCIE4 * 1e3   # ms: 3.727 ms per layer's all-reduce
+
+
+def test_overlap_default_hand_derived():
+    e = overlap_explorer()
+    assert e.warning.value == ""
+    off, on = e.runs[False], e.runs[True]
+    # 12 layers × (2 ms forward + 4 ms backward) = 72 ms; 12 all-reduces of 3.727 ms
+    assert off.compute_ms == pytest.approx(72)
+    assert off.comm_ms == pytest.approx(12 * RING_64MIB_8)
+    # no overlap: every all-reduce after the backward pass
+    assert off.step_ms == pytest.approx(72 + 12 * RING_64MIB_8)
+    assert "44.73 ms in all" in e.readout.value
+    assert f"Overlap off: {72 + 12 * RING_64MIB_8:,.2f} ms" in e.readout.value
+    assert e.breakdown.data["compute"] == [pytest.approx(72)] * 2
+    assert e.breakdown.data["exposed"][0] == pytest.approx(12 * RING_64MIB_8)
+    assert on.step_ms < off.step_ms
+
+
+def test_overlap_hides_all_but_the_last_bucket():
+    e = overlap_explorer(comm_sm_percent=0)
+    on = e.runs[True]
+    # each all-reduce (3.727 ms) fits inside the next layer's 4 ms backward; only the last
+    # layer's is exposed: step = 72 + 3.727 ms
+    assert on.step_ms == pytest.approx(72 + RING_64MIB_8)
+    assert on.exposed_comm_ms == pytest.approx(RING_64MIB_8)
+    comm = _bars(e, "comm")
+    assert len(comm) == 12
+    assert comm[0][0] == pytest.approx(24 + 4)   # layer 11's backward ends at 28 ms
+
+
+def test_overlap_sm_sharing_two_layers():
+    e = overlap_explorer(n_layers=2, comm_sm_percent=50)
+    t = RING_64MIB_8
+    # forward: 2 layers × 2 ms = 0–4 ms; backward of layer 1: 4–8 ms; its all-reduce: 8 to
+    # 8 + t.  Layer 0's 4 ms of backward start at 8 and run at half speed for t ms (t/2 ms of
+    # work done), then at full speed for 4 − t/2: they end at 12 + t/2, and the last
+    # all-reduce at 12 + t/2 + t.
+    on = e.runs[True]
+    assert on.slowdown_ms == pytest.approx(t / 2)
+    assert on.step_ms == pytest.approx(12 + t / 2 + t)
+    assert e.breakdown.data["sharing"][1] == pytest.approx(t / 2)
+
+
+def test_overlap_controls_reach_the_model():
+    e = overlap_explorer()
+    c = e.controls
+    c["link"].value = "nvlink4"
+    c["gpus"].value = 4
+    c["bucket_mib"].value = 100
+    c["comm_sm_percent"].value = 20
+    direct = system.training_step(2.0, None, 64 * 2**20, n_layers=12, gpus=4,
+                                  link_bandwidth="nvlink4", overlap=True,
+                                  bucket_bytes=100 * 2**20, comm_sm_fraction=0.2)
+    assert e.step.step_ms == pytest.approx(direct.step_ms)
+    assert len(_bars(e, "comm")) == len(direct.buckets)
+    c["overlap"].value = False
+    assert e.step.overlap is False
+    assert "overlap off" in e.gantt_figure.title.text
+
+
+def test_overlap_single_gpu_has_no_communication():
+    e = overlap_explorer(gpus=1)
+    # a ring of one GPU moves 2(1−1)/1 = 0 bytes
+    assert e.runs[True].comm_ms == 0 and e.runs[True].step_ms == pytest.approx(72)
+    assert _bars(e, "comm") == []
+
+
+def test_overlap_extreme_controls():
+    e = overlap_explorer()
+    for key, w in e.controls.items():
+        for v in _extremes(w):
+            w.value = v
+            assert e.warning.value == "", (key, v, e.warning.value)
+
+
+def test_model_refusal_is_shown(monkeypatch):
+    e = overlap_explorer()
+
+    def refuse(*a, **k):
+        raise ValueError("comm_sm_fraction must be <= 0.95, got 0.99")
+
+    monkeypatch.setattr(view.system, "training_step", refuse)
+    e.controls["n_layers"].value = 3
+    assert "comm_sm_fraction" in e.warning.value
+
+
+def test_updates_are_fast():
+    for make in (launch_explorer, overlap_explorer):
+        e = make()
+        best = float("inf")
+        for _ in range(3):
+            e.update()
+            best = min(best, e.last_update_ms)
+        assert best < 250, make.__name__
+
+
+_shared = {}
+
+
+@settings(max_examples=6)
+@given(n=st.integers(1, 64), fixed=st.floats(0.5, 50), batch=st.sampled_from(view.BATCH_CHOICES),
+       mode=st.sampled_from(system.MODES))
+def test_launch_gantt_is_the_models_timeline(n, fixed, batch, mode):
+    e = _shared.setdefault("launch", launch_explorer())
+    c = e.controls
+    c["n_kernels"].value, c["fixed_us"].value = n, fixed
+    c["batch"].value, c["mode"].value = batch, mode
+    assert e.warning.value == ""
+    d = e.current.data["kernel_us"][0]
+    run = system.kernel_sequence(n, d, mode=mode, launch_us=c["launch_us"].value)
+    assert e.bars.data["start"] == pytest.approx([s.start for s in run.timeline])
+    assert e.bars.data["end"] == pytest.approx([s.end for s in run.timeline])
+    assert 0 < e.current.data["utilisation"][0] <= 100
+
+
+# -- allocator ------------------------------------------------------------------------------------
+
+
+def _map_total(e):
+    d = e.blocks.data
+    return sum(b - a for a, b in zip(d["start"], d["end"], strict=True))
+
+
+def test_allocator_default_shows_the_models_run():
+    e = allocator_explorer()
+    assert e.warning.value == ""
+    # 200 requests, each one alloc and one free: 400 events
+    assert e.controls["event"].max == 399
+    direct = allocator.compare(allocator.serving_trace(200, seed=0),
+                               page_bytes=16 * allocator.KV_BYTES_OPT_13B,
+                               capacity=20 * allocator.GiB)
+    best = direct["best_fit"]
+    assert e.event == best.peak_event            # "peak reserved" is the default moment
+    assert np.allclose(e.series.data["reserved"], best.reserved / allocator.GiB)
+    assert np.allclose(e.series.data["used"], best.used / allocator.GiB)
+    for r in direct.runs:
+        assert f"{r.used_fraction_at_peak:.1%} used" in e.readout.value
+        assert f"{len(r.failed)} failed" in e.readout.value if r.failed else True
+    # the caching allocator's blocks tile its segments: the map covers all reserved memory
+    assert _map_total(e) == pytest.approx(best.reserved[e.event] / allocator.GiB)
+    # 16 tokens × 800 KiB (OPT-13B: 2 × 40 layers × 5120 × 2 B = 819,200 B) = 12.5 MiB pages
+    assert "16 tokens = 12.50 MiB" in e.readout.value
+
+
+def test_allocator_training_fixed_shapes_peak_by_hand():
+    e = allocator_explorer(trace="training", vary_percent=0, capacity_gib=8)
+    # 12 layers: weights 12 × 8 MiB = 96, Adam states 2 × 96 = 192 (from step 0 on); in step 1
+    # the forward holds 12 × 32 MiB = 384 of activations, and the first backward layer adds a
+    # 4 MiB workspace and an 8 MiB gradient: 96 + 192 + 384 + 4 + 8 = 684 MiB peak used.
+    assert "peak used 684.00 MiB" in e.readout.value
+    # no allocator comes near the 8 GiB pool (first fit, the worst, reserves under 1 GiB), so
+    # the plots zoom in and count in MiB; the capacity line stays at 8 GiB = 8192 MiB
+    assert e.series_figure.yaxis.axis_label == "memory (MiB)"
+    assert e.capacity_span.location == pytest.approx(8192)
+    # 12 weights + 3 steps × (12 × 3 forward + 12 × 4 backward + 12 gradient frees) + 12 Adam
+    # states = 312 events
+    assert e.controls["event"].max == 311
+    e.controls["n_steps"].value = 1
+    assert e.controls["event"].max == 12 + 36 + 48 + 12 + 12 - 1
+
+
+def test_allocator_end_of_trace_is_empty():
+    e = allocator_explorer(map_at="end of trace", policy="first_fit")
+    # every request has finished: nothing is in use, and the map holds only free blocks
+    assert e.event == 399
+    assert "used 0 B" in e.readout.value
+    assert set(e.blocks.data["state"]) <= {view.STATE_LABELS["free"]}
+
+
+def test_allocator_first_oom_moment_and_marker():
+    e = allocator_explorer(policy="first_fit", map_at="first out-of-memory", capacity_gib=12)
+    direct = allocator.caching(allocator.serving_trace(200, seed=0), policy="first_fit",
+                               capacity=12 * allocator.GiB)
+    assert direct.first_oom is not None
+    assert e.event == direct.first_oom.event
+    assert e.oom.data["event"] == [direct.first_oom.event]
+    assert f"First failure: event {direct.first_oom.event}" in e.readout.value
+    # the dashed line is the pool's capacity
+    assert e.capacity_span.location == pytest.approx(12)
+
+
+def test_allocator_paged_map_and_no_fragmentation():
+    e = allocator_explorer(policy="paged", map_at="end of trace")
+    e.controls["map_at"].value = "peak reserved"
+    run = e.run
+    assert run.allocator == "paged"
+    # any free page serves any request: the model's fragmentation is 0 at every event
+    assert "fragmentation <b>0.0%</b>" in e.readout.value
+    # pages: one reserved range from 0 to the high-water mark
+    assert e.segments.data["start"] == [0]
+    assert e.segments.data["end"][0] == pytest.approx(run.reserved[e.event] / allocator.GiB)
+    assert _map_total(e) == pytest.approx(run.reserved[e.event] / allocator.GiB)
+
+
+def test_allocator_event_slider_picks_the_moment():
+    e = allocator_explorer()
+    e.controls["event"].value = 10
+    assert e.controls["map_at"].value == view.MAP_AT[-1]
+    assert e.event == 10
+    assert e.event_span.location == 10
+    e.controls["n_requests"].value = 10     # 20 events: the slider shrinks, the moment follows
+    assert e.controls["event"].max == 19 and e.event == 10
+    e.controls["n_requests"].value = 50
+    e.controls["event"].value = 99
+    e.controls["n_requests"].value = 20
+    assert e.event == 39 and e.warning.value == ""
+
+
+def test_allocator_extreme_controls():
+    e = allocator_explorer()
+    for key, w in e.controls.items():
+        values = ([10 ** w.min, 10 ** w.max] if key == "capacity_gib" else _extremes(w))
+        for v in values:
+            w.value = v
+            assert e.warning.value == "", (key, v, e.warning.value)
+
+
+def test_allocator_refusal_is_shown(monkeypatch):
+    e = allocator_explorer()
+
+    def refuse(*a, **k):
+        raise ValueError("capacity (1 B) must hold at least one page of 13107200 B")
+
+    monkeypatch.setattr(view.allocator, "compare", refuse)
+    e.controls["capacity_gib"].value = 3.0
+    assert "at least one page" in e.warning.value
+
+
+def test_allocator_update_is_fast():
+    e = allocator_explorer()
+    best = float("inf")
+    for _ in range(3):
+        e._comparisons.clear()     # as after a change of trace, capacity or page size
+        e.update()
+        best = min(best, e.last_update_ms)
+    assert best < 250
+
+
+@settings(max_examples=6)
+@given(policy=st.sampled_from(["first_fit", "best_fit", "paged"]), seed=st.integers(0, 20),
+       capacity=st.floats(0.5, 40), event=st.integers(0, 399))
+def test_allocator_map_never_overlaps(policy, seed, capacity, event):
+    e = _shared.setdefault("alloc", allocator_explorer())
+    c = e.controls
+    c["policy"].value, c["seed"].value, c["capacity_gib"].value = policy, seed, capacity
+    c["event"].value = event
+    assert e.warning.value == ""
+    d = e.blocks.data
+    spans = sorted(zip(d["start"], d["end"], strict=True))
+    for (a0, a1), (b0, _) in itertools.pairwise(spans):
+        assert a0 < a1 <= b0 + 1e-12
+    k = e.event
+    assert _map_total(e) <= e.run.reserved[k] * e.scale * (1 + 1e-9)
+    assert e.run.used[k] <= e.run.reserved[k]

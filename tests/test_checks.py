@@ -58,10 +58,10 @@ def _peak_flops(sms, cores_per_sm, clock_mhz):
 # -- the registry ---------------------------------------------------------------------------
 
 def test_expected_ids_of_the_sample_chapters():
-    assert expected_ids(5) == ["05.ridge_h100", "05.axpy_bound", "05.kernel_time"]
-    assert expected_ids("ch01") == ["01.fp32_peak_h100", "01.peak_flops"]
+    assert expected_ids(5)[:3] == ["05.ridge_h100", "05.axpy_bound", "05.kernel_time"]
+    assert expected_ids("ch01")[:2] == ["01.fp32_peak_h100", "01.peak_flops"]
     assert [q.id for q in questions("05")] == expected_ids(5)
-    assert expected_ids(7) == []  # chapters without questions yet list none
+    assert all(len(expected_ids(n)) >= 4 for n in range(1, 11))  # every chapter: 4+ questions
 
 
 @pytest.mark.parametrize("given_, number", [(5, 5), ("5", 5), ("05", 5), ("ch05", 5),

@@ -49,6 +49,13 @@ def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades") / "grades.csv"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPU_LESSONS_TEST_PIDS", str(pids))
+        # The submissions answer chapter 05's three sample questions; grade those alone so the
+        # chapter can grow without changing these fixtures.
+        from gpu_lessons import questions as Q
+
+        real_load = Q.load
+        mp.setattr(Q, "load", lambda number: tuple(
+            q for q in real_load(number) if int(number) != 5 or q.id in IDS))
         start = time.monotonic()
         rc = cli.main(["grade", str(folder), "--chapter", "5", "--out", str(out),
                        "--jobs", "2", "--cell-timeout", str(CELL_TIMEOUT),
@@ -233,7 +240,7 @@ def test_grades_to_csv_round_trips():
     assert "<table>" in grades._repr_html_() and "2.5/3" in repr(grades)
 
 
-def test_bad_arguments_are_refused_before_running_anything(tmp_path):
+def test_bad_arguments_are_refused_before_running_anything(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"no \.ipynb files"):
         G.grade(tmp_path)
     nb = tmp_path / "a.ipynb"
@@ -246,6 +253,7 @@ def test_bad_arguments_are_refused_before_running_anything(tmp_path):
         G.grade(tmp_path, chapter=12)
     with pytest.raises(ValueError, match="pass --chapter"):
         G.grade(tmp_path)  # no chapter in the metadata
+    monkeypatch.setattr("gpu_lessons.questions.load", lambda number: ())  # a chapter with none
     with pytest.raises(ValueError, match="no questions to grade"):
         G.grade(tmp_path, chapter=7)
     assert cli.main(["grade", str(tmp_path / "missing")]) == 2
@@ -267,7 +275,7 @@ def test_chapter_comes_from_the_notebooks_metadata(tmp_path):
 def test_probe_cells_read_values_first_then_one_function_per_cell(tmp_path):
     from gpu_lessons.questions import load
 
-    plan = G._Plan.make(load(5), 0)
+    plan = G._Plan.make(tuple(q for q in load(5) if q.id in IDS), 0)
     cells = plan.for_worker(5, "python3")["cells"]
     assert [[item["id"] for item in group] for group in cells] == [
         ["05.ridge_h100", "05.axpy_bound"], ["05.kernel_time"]]
@@ -281,7 +289,7 @@ def test_probe_reads_answers_despite_shadowed_builtins(tmp_path, capsys):
     might (``list = [...]``, ``type = ...``, ``json = None``, ``globals = ...``)."""
     from gpu_lessons.questions import load
 
-    plan = G._Plan.make(load(5), 0)
+    plan = G._Plan.make(tuple(q for q in load(5) if q.id in IDS), 0)
     user = {"__builtins__": __builtins__, "list": [1], "type": "x", "json": None, "float": int,
             "globals": lambda: {}, "print": None, "isinstance": None, "callable": None,
             "ridge_h100": 295.3, "axpy_bound": "memory-bound",

@@ -132,31 +132,56 @@ def test_every_explorer_renders_and_responds(lab):
             canvas.wait_for(timeout=60_000)
             assert box.locator(".widget-slider, .widget-dropdown, .widget-toggle-buttons").count()
             page.wait_for_timeout(500)
-            before = canvas.screenshot()
             box.screenshot(path=str(ARTIFACTS / f"{name}_before.png"))
-            _nudge_first_control(box, page)
-            page.wait_for_timeout(1500)
-            after = canvas.screenshot()
+            colour = max(_colourful_pixels(c) for c in box.locator("canvas").all())
+            assert colour > 100, f"{name}: its plots drew no data (only axes and grid)"
+            assert _some_control_changes_the_plot(box, canvas, page), (
+                f"{name}: moving its sliders and menus did not change the plot")
             box.screenshot(path=str(ARTIFACTS / f"{name}_after.png"))
-            assert before != after, f"{name}: moving its first control did not change the plot"
         browser.close()
     assert not errors, "browser console errors:\n" + "\n".join(errors)
 
 
-def _nudge_first_control(box, page):
-    """Move the explorer's first slider one step right, or pick the next entry of its first menu."""
-    handle = box.locator(".noUi-handle")
-    select = box.locator(".widget-dropdown select")
-    if handle.count():
-        handle.first.focus()
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")
-        handle.first.blur()  # continuous_update=False: the value is sent on release/blur
-        page.keyboard.press("Tab")
-    elif select.count():
-        options = select.first.locator("option").all_inner_texts()
-        current = select.first.input_value()
+def _colourful_pixels(canvas) -> int:
+    """Pixels of a canvas that are clearly coloured: data glyphs use the Okabe-Ito palette,
+    while axes, grid lines and text are grey, so an empty plot scores about zero."""
+    return canvas.evaluate("""c => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) {
+            const hi = Math.max(d[i], d[i + 1], d[i + 2]), lo = Math.min(d[i], d[i + 1], d[i + 2]);
+            if (d[i + 3] > 0 && hi - lo > 60) n++;
+        }
+        return n;
+    }""")
+
+
+def _some_control_changes_the_plot(box, canvas, page, tries: int = 3) -> bool:
+    """Move the explorer's sliders (a click near the end of the track) and then its menus (the
+    next entry), one at a time, until the first plot's pixels change."""
+    before = canvas.screenshot()
+    tracks = box.locator(".widget-slider .noUi-target")
+    selects = box.locator(".widget-dropdown select")
+    for i in range(min(tries, tracks.count())):
+        track = tracks.nth(i)
+        if track.is_disabled() or "disabled" in (track.get_attribute("class") or ""):
+            continue
+        size = track.bounding_box()
+        if size is None:
+            continue
+        track.click(position={"x": size["width"] * 0.85, "y": size["height"] / 2})
+        page.wait_for_timeout(1500)
+        if canvas.screenshot() != before:
+            return True
+    for i in range(min(tries, selects.count())):
+        select = selects.nth(i)
+        if select.is_disabled():
+            continue
+        options = select.locator("option").all_inner_texts()
+        current = select.locator("option:checked").inner_text()
         nxt = next((o for o in options if o != current), current)
-        select.first.select_option(label=nxt)
-    else:
-        raise AssertionError("explorer has no slider or menu to move")
+        select.select_option(label=nxt)
+        page.wait_for_timeout(1500)
+        if canvas.screenshot() != before:
+            return True
+    return False

@@ -43,13 +43,22 @@ class Explorer(widgets.VBox):
             header.append(widgets.HTML(f"<small>{notes}</small>"))
         grid = widgets.GridBox(list(controls.values()),
                                layout=widgets.Layout(grid_template_columns="repeat(2, 470px)"))
-        plots = widgets.HBox([BokehModel(f) for f in figures])
+        self._bokeh = [BokehModel(f) for f in figures]
+        plots = widgets.HBox(self._bokeh)
         super().__init__([*header, grid, self.readout, self.warning, plots])
         self.add_class("gpu-lessons-explorer")  # the browser test finds explorers by this class
         self.update()
 
     def _on_change(self, _change):
         self.update()
+
+    def _repr_mimebundle_(self, **kwargs):
+        # jupyter_bokeh drops data-source patches sent before a figure is on screen, so
+        # everything set since construction (the first update, points added before display)
+        # travels in a fresh snapshot of each figure at the moment the explorer is shown.
+        for model, fig in zip(self._bokeh, self.figures, strict=True):
+            model.update_from_model(fig)
+        return super()._repr_mimebundle_(**kwargs)
 
     def update(self) -> None:
         """Recompute from the model and refresh the plots; a bad state is explained, not raised."""

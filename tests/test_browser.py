@@ -78,7 +78,9 @@ def lab(tmp_path_factory):
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
          f"--ServerApp.root_dir={work}", "--LabApp.expose_app_in_browser=True",
-         f"--LabApp.user_settings_dir={work / '.settings'}", "--allow-root"],
+         f"--LabApp.user_settings_dir={work / '.settings'}",
+         f"--LabApp.workspaces_dir={work / '.workspaces'}",  # restore no tabs of other sessions
+         "--allow-root"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env=dict(os.environ, BOKEH_RESOURCES="inline"))
     url = f"http://127.0.0.1:{port}"
@@ -109,6 +111,8 @@ def test_every_explorer_renders_and_responds(lab):
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}")
+                if r.status >= 400 else None)
         page.goto(f"{lab}/lab/tree/explorers.ipynb")
         page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')",
                                timeout=90_000)

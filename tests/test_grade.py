@@ -2,8 +2,8 @@
 
 The notebooks in tests/submissions/ (written by make_submissions.py there) answer the three
 chapter-05 sample questions: 05.ridge_h100 (2 points), 05.axpy_bound (1), 05.kernel_time (2),
-so a full score is 5.  One grading run over the folder (two jobs, 2 s per cell, 12 s per
-notebook) is shared by the tests below; it takes about 20 s on two cores.
+so a full score is 5.  One grading run over the folder (two jobs, 4 s per cell, 30 s per
+notebook) is shared by the tests below; it takes about 40 s on two cores.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def write_invalid(folder: Path):
     spec.loader.exec_module(module)
     return module.write_invalid(folder)
 
-CELL_TIMEOUT, NOTEBOOK_TIMEOUT = 2, 12
+# Generous enough for a loaded 2-core CI machine (kernel start-up alone can take seconds).
+CELL_TIMEOUT, NOTEBOOK_TIMEOUT = 4, 30
 IDS = ["05.ridge_h100", "05.axpy_bound", "05.kernel_time"]
 
 
@@ -88,8 +89,8 @@ def test_one_row_per_submission_in_csv_and_json(run):
 
 
 def test_whole_run_stays_bounded(run):
-    # 10 notebooks on 2 jobs; the slowest (SIGINT ignored) is killed at 12 s.
-    assert run.elapsed < 60
+    # 10 notebooks on 2 jobs; the slowest (SIGINT ignored) is killed at NOTEBOOK_TIMEOUT.
+    assert run.elapsed < 3 * NOTEBOOK_TIMEOUT + 30
 
 
 def test_correct_submission_gets_full_marks(run):
@@ -114,7 +115,7 @@ def test_cells_that_raise_exit_or_flood_output_do_not_stop_grading(run):
 def test_endless_loop_is_interrupted_and_later_answers_count(run):
     row = run.rows["loop_05.ipynb"]
     assert row["status"] == "ok"
-    assert "interrupted after the 2 s cell limit" in row["reason"]
+    assert f"interrupted after the {CELL_TIMEOUT} s cell limit" in row["reason"]
     # kernel_time hangs on compute-bound inputs: its probe is interrupted too.
     assert _points(row) == [2, 1, 0]
     assert "did not finish" in row["feedback"]["05.kernel_time"]
@@ -123,7 +124,7 @@ def test_endless_loop_is_interrupted_and_later_answers_count(run):
 def test_kernel_ignoring_sigint_is_killed(run):
     row = run.rows["sigint_05.ipynb"]
     assert (row["status"], row["total"]) == ("timeout", 0)
-    assert "code cell 6 ran past the 2 s cell limit and ignored the interrupt" in row["reason"]
+    assert f"code cell 6 ran past the {CELL_TIMEOUT} s cell limit and ignored the interrupt" in row["reason"]
     pid = int((run.pids / "sigint_ignored.pid").read_text())
     for _ in range(50):  # the kill is synchronous; allow the kernel's exit to be reaped
         if not _alive(pid):

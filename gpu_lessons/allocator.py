@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import html
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
+from ._format import html_table
 
 MiB = 2**20
 GiB = 2**30
@@ -89,6 +89,17 @@ def kv_bytes_per_token(n_layers: int, kv_hidden: int, dtype_bytes: int = 2) -> i
 KV_BYTES_OPT_13B = 2 * 40 * 5120 * 2
 #: vLLM's default KV block size, tokens (Kwon et al. 2023 §7; ``--block-size 16``).
 BLOCK_TOKENS = 16
+
+
+def page_bytes(tokens: int, *, bytes_per_token: int = KV_BYTES_OPT_13B) -> int:
+    """Bytes of one KV-cache page (a vLLM block) holding ``tokens`` tokens:
+    ``tokens × bytes_per_token`` (default: OPT-13B in FP16, :data:`KV_BYTES_OPT_13B`).
+
+    vLLM's 16-token block of OPT-13B: 16 × 819,200 B = 13,107,200 B = 12.5 MiB.
+    """
+    t = _validate.integer("tokens", tokens, low=1)
+    b = _validate.integer("bytes_per_token", bytes_per_token, low=1)
+    return t * b
 
 
 # -- traces ----------------------------------------------------------------------------------------
@@ -363,14 +374,7 @@ class AllocatorRun:
                 f"{self.fragmentation_at_peak:.1%}; {len(self.failed)} failed; first OOM: {oom})")
 
     def _repr_html_(self) -> str:
-        return _table(f"{self.allocator} allocator", self._HEAD, [self._row()])
-
-
-def _table(caption, header, rows) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+        return html_table(f"{self.allocator} allocator", self._HEAD, [self._row()])
 
 
 def _snapshots(snapshots, n) -> set[int]:
@@ -653,7 +657,7 @@ class AllocatorComparison:
                          for row in rows)
 
     def _repr_html_(self) -> str:
-        return _table("Allocators on one trace", AllocatorRun._HEAD, [r._row() for r in self.runs])
+        return html_table("Allocators on one trace", AllocatorRun._HEAD, [r._row() for r in self.runs])
 
 
 def compare(trace, *, page_bytes: int, capacity: int | None = None,

@@ -72,6 +72,7 @@ import numba
 import numpy as np
 
 from . import _validate
+from ._format import binary_bytes
 
 POLICIES = ("lru", "fifo", "random")
 WRITE_POLICIES = ("write-back", "write-through")
@@ -194,12 +195,8 @@ class HierarchyStats:
 
 
 def _fmt_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n:,} B"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
-    raise AssertionError("unreachable")
+    """Cache sizes and traffic with one decimal: ``"32.0 KiB"``, ``"100 B"``."""
+    return binary_bytes(n, ",.1f")
 
 
 # -- the cache --------------------------------------------------------------------------------

@@ -37,11 +37,13 @@ computed from :mod:`gpu_lessons.costs` and the roofline, ending on the measured 
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass, replace
 
 from . import _validate, costs, latency, memory, system
 from . import hardware as _hw
+from ._format import percent as _pct
+from ._format import ratio as _ratio
+from ._format import si as _si
 from .costs import KernelCost
 from .occupancy import Occupancy, occupancy
 from .roofline import COMPUTE_LABELS, Roofline
@@ -994,23 +996,6 @@ def _rate(flops: float) -> str:
         if flops >= scale:
             return f"{flops / scale:.3g} {unit}"
     return f"{flops:.3g} FLOP/s"
-
-
-def _si(value: float, unit: str) -> str:
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g} %"
-
-
-def _ratio(x: float) -> str:
-    if math.isinf(x):
-        return "∞"
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 __all__ = [

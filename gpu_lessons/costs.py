@@ -22,6 +22,8 @@ import numbers
 from dataclasses import dataclass
 
 from . import _validate
+from ._format import ratio as _ratio
+from ._format import si as _si
 
 #: Bytes per element.  IEEE 754 binary64/32/16; bfloat16 is 16 bits; FP8 (E4M3 and E5M2) is
 #: 8 bits (Micikevicius et al., "FP8 Formats for Deep Learning", arXiv 2209.05433).  TF32 is a
@@ -207,7 +209,7 @@ def gemm_tiled(m, n, k, *, tile=None, tile_m=None, tile_n=None, dtype="fp32") ->
 def _gemm_cost(name, m, n, k, s, a_reads, b_reads, notes) -> KernelCost:
     flops = 2 * m * n * k
     return KernelCost(name, flops, (a_reads + b_reads + m * n) * s, notes=notes,
-                      parts=(("multiply-adds", flops, 0), ("read A", 0, a_reads * s),
+                      parts=(("multiply-adds (2 FLOPs each)", flops, 0), ("read A", 0, a_reads * s),
                              ("read B", 0, b_reads * s), ("write C", 0, m * n * s)))
 
 
@@ -292,7 +294,7 @@ def conv2d(x, k, c_in, c_out, *, padding=0, stride=1, dilation=1, groups=1, batc
     if sh > dh * (kh - 1) + 1 or sw > dw * (kw - 1) + 1:
         notes += "; stride > kernel span skips input pixels, yet the whole input map is counted"
     return KernelCost("conv2d", 2 * macs, weights + inputs + outputs, notes=notes,
-                      parts=(("multiply-adds", 2 * macs, 0), ("weights", 0, weights),
+                      parts=(("multiply-adds (2 FLOPs each)", 2 * macs, 0), ("weights", 0, weights),
                              ("input map", 0, inputs), ("output map", 0, outputs)))
 
 
@@ -402,19 +404,3 @@ def _pair(name, value, *, low=1) -> tuple[int, int]:
                 _validate.integer(f"{name}[1]", value[1], low=low))
     v = _validate.integer(name, value, low=low)
     return v, v
-
-
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def _si(value: float, unit: str) -> str:
-    """``12 MB``, ``2.15 GFLOP``: three significant figures with an SI prefix."""
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def _ratio(value: float) -> str:
-    """``0.167``, ``61.3``, ``1,024``: enough digits without exponent notation."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from ._format import html_table
 
 #: DRAM load latency used when none is given, in ns.  A round figure: unloaded
 #: pointer-chasing latencies on V100/A100/H100-class GPUs are a few hundred ns and grow under
@@ -330,6 +331,13 @@ class LittlesLaw:
         return self.warps_per_sm <= self.max_warps_per_sm
 
     @property
+    def max_warps_per_scheduler(self) -> int:
+        """The most warps one warp scheduler can hold: ``max_warps_per_sm /``
+        :data:`SCHEDULERS_PER_SM`, since an SM's warps are spread over its schedulers (a CC 9.0
+        SM: 64 / 4 = 16; every CC in the occupancy table has a multiple of 4)."""
+        return self.max_warps_per_sm // SCHEDULERS_PER_SM
+
+    @property
     def ilp_needed(self) -> int:
         """Loads each thread must keep in flight when every warp slot is used."""
         return math.ceil(self.warps_per_sm / self.max_warps_per_sm)
@@ -353,8 +361,7 @@ class LittlesLaw:
                 ("warps per SM", f"{self.warps_per_sm:.1f} needed, {self.max_warps_per_sm} "
                                  f"max"),
                 ("loads in flight per thread", f"{self.ilp_needed}")]
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-        return f"<table><caption>Little's law: {self.gpu}</caption>{body}</table>"
+        return html_table(f"Little's law: {self.gpu}", None, rows)
 
 
 def littles_law(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS,
@@ -446,11 +453,8 @@ class Comparison:
                 f"{self.peak_bandwidth / 1e9:,.0f} GB/s)\n" + "\n".join(text))
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>"
-                       for r in self._rows())
-        return (f"<table><caption>Occupancy vs ILP on {self.gpu} (latency "
-                f"{self.latency_ns:g} ns)</caption><tr>{head}</tr>{body}</table>")
+        return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",
+                          self._HEAD, self._rows())
 
 
 def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:

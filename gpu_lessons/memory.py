@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from ._format import html_table
 
 #: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
 WARP_SIZE = 32
@@ -48,6 +49,7 @@ WARP_SIZE = 32
 SECTOR_BYTES = 32
 #: L1/L2 cache line: four sectors (Nsight Compute Kernel Profiling Guide, "sector").
 LINE_BYTES = 128
+SECTORS_PER_LINE = LINE_BYTES // SECTOR_BYTES
 #: Shared-memory banks and bank width (Programming Guide, "Compute Capability 5.x").
 BANKS = 32
 BANK_BYTES = 4
@@ -102,8 +104,28 @@ class GlobalLoad:
 
     @property
     def sector_ids(self) -> tuple[int, ...]:
-        """The distinct sectors touched, ascending."""
+        """The distinct sectors touched (``address // 32``), ascending."""
         return tuple(sorted({s for s in self.lane_sector if s is not None}))
+
+    @property
+    def line_ids(self) -> tuple[int, ...]:
+        """The distinct 128-byte lines touched (``address // 128``), ascending; as many as
+        :attr:`lines`."""
+        return self.block_ids(LINE_BYTES)
+
+    def block_ids(self, block_bytes: int) -> tuple[int, ...]:
+        """The distinct aligned ``block_bytes``-byte blocks touched (``address // block_bytes``),
+        ascending.  ``block_bytes``: a power of two, at least one 32-byte sector -- 32 gives
+        :attr:`sector_ids`, 128 :attr:`line_ids`, 64 the DRAM fetches of an L2 that fetches
+        64 bytes at a time.  A lane's access lies inside one sector, so the blocks are those
+        its sector lies in: ``sector // (block_bytes / 32)``.
+        """
+        b = _validate.integer("block_bytes", block_bytes, low=SECTOR_BYTES)
+        if b & (b - 1):
+            raise ValueError(f"block_bytes={b} must be a power of two (32, 64, 128, ...): "
+                             f"aligned blocks of memory")
+        per_block = b // SECTOR_BYTES
+        return tuple(sorted({s // per_block for s in self.sector_ids}))
 
     def __repr__(self) -> str:
         return (f"GlobalLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
@@ -121,15 +143,16 @@ class GlobalLoad:
                 ("requested", f"{self.requested_bytes} B"),
                 ("moved", f"{self.moved_bytes} B"),
                 ("efficiency", f"{self.efficiency:.0%}")]
-        return _html_table("Global load, one warp", rows)
+        return html_table("Global load, one warp", None, rows)
 
 
 @dataclass(frozen=True, repr=False)
 class SharedLoad:
     """One warp's shared-memory load: wavefronts, bank conflicts and the bank map.
 
-    ``lane_banks[i]``: the banks lane ``i`` reads (one bank for accesses of up to 4 bytes,
-    two for 8 bytes, four for 16 bytes; empty for an inactive lane).
+    ``lane_words[i]``: the 32-bit words lane ``i`` reads, as word indices ``address // 4``
+    (one word for accesses of up to 4 bytes, two for 8 bytes, four for 16 bytes; empty for
+    an inactive lane).  ``lane_banks[i]``: the bank of each of those words, ``word % 32``.
     ``lane_phase[i]``: which phase (group of lanes served together) lane ``i`` belongs to.
     ``bank_words[p][k]``: distinct 32-bit words phase ``p`` reads from bank ``k``; the
     phase costs ``max(bank_words[p])`` wavefronts.
@@ -139,6 +162,7 @@ class SharedLoad:
     bytes_per_thread: int
     wavefronts: int
     ideal_wavefronts: int
+    lane_words: tuple[tuple[int, ...], ...]
     lane_banks: tuple[tuple[int, ...], ...]
     lane_phase: tuple[int | None, ...]
     bank_words: tuple[tuple[int, ...], ...]
@@ -176,16 +200,11 @@ class SharedLoad:
                 ("ideal wavefronts", f"{self.ideal_wavefronts}"),
                 ("bank conflicts", f"{self.bank_conflicts}"),
                 ("worst conflict", f"{self.ways}-way")]
-        return _html_table("Shared-memory load, one warp", rows)
+        return html_table("Shared-memory load, one warp", None, rows)
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _html_table(caption: str, rows) -> str:
-    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-    return f"<table><caption>{caption}</caption>{body}</table>"
 
 
 # -- the models ---------------------------------------------------------------------------------
@@ -211,7 +230,7 @@ def global_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> GlobalLoa
     a, active, b = _lanes(addresses, bytes_per_thread, mask)
     sector = a // SECTOR_BYTES
     touched = np.unique(sector[active])
-    lines = np.unique(touched // (LINE_BYTES // SECTOR_BYTES)).size
+    lines = np.unique(touched // SECTORS_PER_LINE).size
     return GlobalLoad(
         addresses=_as_tuple(a, active),
         bytes_per_thread=b,
@@ -220,6 +239,12 @@ def global_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> GlobalLoa
         requests=int(active.any()),
         lane_sector=_as_tuple(sector, active),
     )
+
+
+def line_sectors(line: int) -> range:
+    """The four 32-byte sectors of 128-byte line ``line``: ``4·line`` to ``4·line + 3``."""
+    line = _validate.integer("line", line, low=0)
+    return range(line * SECTORS_PER_LINE, (line + 1) * SECTORS_PER_LINE)
 
 
 def shared_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> SharedLoad:
@@ -267,14 +292,13 @@ def shared_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> SharedLoa
     slot = (tagged >> _PHASE_SHIFT) * BANKS + tagged % BANKS
     counts = np.bincount(slot, minlength=n_phases * BANKS).reshape(n_phases, BANKS)
     per_phase = counts.max(axis=1)
-    banks = words % BANKS
     return SharedLoad(
         addresses=_as_tuple(a, active),
         bytes_per_thread=b,
         wavefronts=int(per_phase.sum()),
         ideal_wavefronts=int(np.count_nonzero(per_phase)),
-        lane_banks=tuple(tuple(row) if on else ()
-                         for row, on in zip(banks.tolist(), active, strict=True)),
+        lane_words=_per_lane(words, active),
+        lane_banks=_per_lane(words % BANKS, active),
         lane_phase=_as_tuple(phase, active),
         bank_words=tuple(tuple(row) for row in counts.tolist()),
     )
@@ -361,6 +385,11 @@ def _mask(mask) -> np.ndarray:
         if not isinstance(m, (bool, np.bool_)):
             raise TypeError(f"mask[{i}] must be True or False, got {m!r} ({type(m).__name__})")
     return np.array(mask, dtype=bool)
+
+
+def _per_lane(rows: np.ndarray, active: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """One tuple per lane from a (32, k) array; ``()`` for an inactive lane."""
+    return tuple(tuple(row) if on else () for row, on in zip(rows.tolist(), active, strict=True))
 
 
 def _as_tuple(values: np.ndarray, active: np.ndarray) -> tuple[int | None, ...]:

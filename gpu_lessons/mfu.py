@@ -42,10 +42,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import _validate, hardware
+from ._format import html_table
+from ._format import percent as _pct
+from ._format import si as _si
 from .hardware import GPU
 
 #: Precisions an MFU can be quoted against: tensor-core peaks, plus the plain FP32 (CUDA-core)
@@ -67,7 +69,8 @@ COMPONENT_LABELS = {
     "logits": "LM-head logits",
 }
 
-_FORMULAS = {
+#: The formula of each component, for tables and hover text (symbols as in the module docstring).
+FORMULAS = {
     "qkv": "2·b·s·h·(H+2K)·d × L",
     "attn_out": "2·b·s·H·d·h × L",
     "attn_scores": "2·b·H·s²·d × L",
@@ -77,31 +80,6 @@ _FORMULAS = {
     "mlp_down": "2·b·s·i·h × L",
     "logits": "2·b·s·h·V",
 }
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
-             (1e6, "M"), (1e3, "k"))
-
-
-def _si(value: float, unit: str, digits: int = 3) -> str:
-    """``1.23e12, "FLOP"`` -> ``"1.23 TFLOP"``."""
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
-
-
-def _pct(x: float) -> str:
-    """3 significant figures: 46.2 %, 0.378 % (one decimal would print the seed's MFU as 0.4 %)."""
-    return f"{100 * x:.3g} %"
-
-
-def _table(caption: str, header: Iterable[str], rows: Iterable[Iterable]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><caption>{caption}</caption><tr>{head}</tr>{body}</table>"
 
 
 # -- argument checks ---------------------------------------------------------------------------
@@ -163,6 +141,12 @@ class TransformerFlops:
     def components(self) -> dict[str, int]:
         """Forward FLOPs per component (the gate only for a gated MLP)."""
         return {c: getattr(self, c) for c in COMPONENTS if c != "mlp_gate" or self.gated_mlp}
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """Each component's share of the forward FLOPs (component / forward; they sum to 1)."""
+        fwd = self.forward
+        return {c: v / fwd for c, v in self.components.items()}
 
     @property
     def tokens(self) -> int:
@@ -242,7 +226,8 @@ class TransformerFlops:
 
     def _repr_html_(self) -> str:
         fwd = self.forward
-        rows = [(COMPONENT_LABELS[c], _FORMULAS[c], _si(v, "FLOP"), _pct(v / fwd))
+        shares = self.shares
+        rows = [(COMPONENT_LABELS[c], FORMULAS[c], _si(v, "FLOP"), _pct(shares[c]))
                 for c, v in self.components.items()]
         rows += [
             ("<b>forward</b>", "sum", f"<b>{_si(fwd, 'FLOP')}</b>", _pct(1)),
@@ -254,8 +239,8 @@ class TransformerFlops:
             ("training per token", "training / (b·s)", _si(self.training_per_token, "FLOP"),
              ""),
         ]
-        return _table(f"Matmul FLOPs per step: {self._shape()}",
-                      ("component", "formula", "FLOPs", "% of forward"), rows)
+        return html_table(f"Matmul FLOPs per step: {self._shape()}",
+                          ("component", "formula", "FLOPs", "% of forward"), rows, escape=False)
 
 
 def transformer_flops(batch, seq_len, d_model, n_layers, d_ff, vocab_size, n_heads,
@@ -337,8 +322,8 @@ class ParameterCount:
                 ("token embedding", self.token_embedding),
                 ("position embedding", self.position_embedding),
                 ("LM head (untied)", self.lm_head), ("<b>total</b>", self.total)]
-        return _table("Parameters", ("part", "count"),
-                      ((k, f"{v:,} ({_si(v, '', 4).strip()})") for k, v in rows))
+        return html_table("Parameters", ("part", "count"),
+                          ((k, f"{v:,} ({_si(v, '', 4).strip()})") for k, v in rows), escape=False)
 
 
 def parameter_count(*, d_model, n_layers, d_ff, vocab_size, n_heads=None, gated_mlp=False,
@@ -436,8 +421,9 @@ class EstimateComparison:
                                               self.six_n_error, self.palm, self.palm_error,
                                               strict=True)]
         what = "incl. LM head" if self.include_lm_head else "non-embedding"
-        return _table(f"Training FLOPs per token (N = {self.n_params:,}, {what})",
-                      ("seq_len", "exact", "6N", "error", "6N + 12·L·H·Q·T", "error"), rows)
+        return html_table(f"Training FLOPs per token (N = {self.n_params:,}, {what})",
+                          ("seq_len", "exact", "6N", "error", "6N + 12·L·H·Q·T", "error"), rows,
+                          escape=False)
 
 
 def compare_estimates(seq_lens, *, d_model, n_layers, d_ff, vocab_size, n_heads,
@@ -575,7 +561,7 @@ class Utilization:
                  ("hardware FLOP/s (with recomputation)",
                   _si(self.hardware_flops_per_s, "FLOP/s")),
                  ("HFU", _pct(self.hfu))]
-        return _table("MFU", ("", ""), rows)
+        return html_table("MFU", ("", ""), rows, escape=False)
 
 
 def _peak(gpu_, precision, accumulate) -> tuple[GPU, float]:

@@ -147,8 +147,15 @@ def _cc_key(cc) -> str | None:
                     f"got {cc!r} ({type(cc).__name__})")
 
 
-def _resolve(cc, gpu) -> tuple[ComputeCapability, str | None]:
-    """The table row and the GPU's name, from exactly one of ``cc=`` and ``gpu=``."""
+def resolve(cc=None, gpu=None) -> tuple[ComputeCapability, str | None]:
+    """The compute-capability table row and the GPU's catalog name (``None`` when given a
+    ``cc``), from exactly one of ``cc`` (``"9.0"``, ``"sm_90"``, ``(9, 0)``) and ``gpu`` (a
+    catalog name or ``GPU``; a ``GPU`` passed as ``cc`` counts as ``gpu``).  The calculator's
+    functions take their ``cc=``/``gpu=`` arguments through this.
+
+    >>> resolve(gpu="H100")[1]
+    'H100 SXM5'
+    """
     if isinstance(cc, _hardware.GPU):
         if gpu is not None:
             raise ValueError("give either cc= or gpu=, not both")
@@ -365,7 +372,7 @@ def occupancy(cc=None, *, gpu=None, threads_per_block, registers_per_thread,
     Inputs that are not a configuration at all (negative, non-integer, more than 1024 threads,
     an unknown compute capability) raise ``ValueError`` or ``TypeError``.
     """
-    spec, gpu_name = _resolve(cc, gpu)
+    spec, gpu_name = resolve(cc, gpu)
     threads = _validate.integer("threads_per_block", threads_per_block, low=1,
                                 high=spec.max_threads_per_block)
     regs = _validate.integer("registers_per_thread", registers_per_thread, low=0)
@@ -487,7 +494,7 @@ def _curve(parameter, x, spec, threads, regs, smem, pct, opt_in, fixed) -> Curve
 
 
 def _common(cc, gpu, carveout, opt_in):
-    spec, _ = _resolve(cc, gpu)
+    spec, _ = resolve(cc, gpu)
     if not isinstance(opt_in, bool):
         raise TypeError(f"opt_in must be True or False, got {opt_in!r}")
     return spec, _carveout(carveout)

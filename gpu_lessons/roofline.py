@@ -25,7 +25,6 @@ turns them into arrays a plot can draw without doing any arithmetic itself.
 
 from __future__ import annotations
 
-import html
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -34,6 +33,9 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hw
+from ._format import html_table
+from ._format import percent as _percent
+from ._format import ratio as _ratio
 
 #: Labels of the compute roofs, by the catalog's precision keys (see ``hardware.PRECISIONS``).
 COMPUTE_LABELS = {
@@ -346,7 +348,7 @@ class Roofline:
                 f"{_ratio(self.ridge_point)} FLOP/byte)")
 
     def _repr_html_(self) -> str:
-        return _table(self.name, ("roof", "value"), [
+        return html_table(self.name, ("roof", "value"), [
             (self.compute, _rate(self.peak_flops, "compute")),
             (self.memory, _rate(self.bandwidth, "memory")),
             ("ridge point π/β", f"{_ratio(self.ridge_point)} FLOP/byte")])
@@ -393,7 +395,7 @@ class RooflineCurves:
         rows = [(r.label, _rate(r.value, r.kind)) for r in self.roofs]
         rows += [(f"ridge {ln.label}", f"{_ratio(ln.ridge_point)} FLOP/byte")
                  for ln in self.lines]
-        return _table(self.gpu, ("roof", "value"), rows)
+        return html_table(self.gpu, ("roof", "value"), rows)
 
 
 def curves(gpu, *, precisions=None, memories=None, intensity=None, lo=1e-2, hi=1e4,
@@ -484,20 +486,3 @@ def _time(seconds: float) -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
-
-
-def _ratio(value: float) -> str:
-    if math.isinf(value):
-        return "∞"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _percent(fraction: float) -> str:
-    return f"{100 * fraction:.3g} %"
-
-
-def _table(caption, header, rows) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"

@@ -45,36 +45,36 @@ Communication/computation overlap (times in ms)
 
 from __future__ import annotations
 
-import html
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _validate
+from ._format import binary_bytes, html_table
 
 MODES = ("async", "sync", "graph")
 MEMORY_KINDS = ("pinned", "pageable")
 DIRECTIONS = ("h2d", "d2h")
 
 
+#: What a timeline bar is (:attr:`Segment.kind`): the CPU launching one kernel or one CUDA
+#: Graph, a kernel (or graph node) running on the GPU, the CPU waiting in a sync, a layer's
+#: forward or backward compute, a communication kernel (all-reduce).
+SEGMENT_KINDS = ("launch", "graph launch", "kernel", "sync", "forward", "backward", "comm")
+
+
 class Segment(NamedTuple):
     """One bar of a Gantt chart: ``lane`` ("CPU"/"GPU" or "compute"/"comm"), ``start`` and
-    ``end`` in the result's time unit, and what it is."""
+    ``end`` in the result's time unit, ``label`` (which one: "launch 3", "backward 7") and
+    ``kind`` (what it is, one of :data:`SEGMENT_KINDS`)."""
 
     lane: str
     start: float
     end: float
     label: str
-
-
-def _table(caption: str, header: Iterable[str], rows: Iterable[Iterable]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><caption>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+    kind: str
 
 
 def _flag(name: str, value) -> bool:
@@ -234,26 +234,26 @@ def kernel_sequence(n_kernels: int, kernel_us: float, *, mode: str = "async",
         end = 0.0
         for i in range(n):
             ready = (i + 1) * o
-            seg.append(Segment("CPU", i * o, ready, f"launch {i}"))
+            seg.append(Segment("CPU", i * o, ready, f"launch {i}", "launch"))
             start = max(ready, end)
             end = start + d
-            seg.append(Segment("GPU", start, end, f"kernel {i}"))
+            seg.append(Segment("GPU", start, end, f"kernel {i}", "kernel"))
         if final_sync:
-            seg.append(Segment("CPU", n * o, end + r, "sync wait"))
+            seg.append(Segment("CPU", n * o, end + r, "sync wait", "sync"))
     elif mode == "sync":
         t = 0.0
         for i in range(n):
-            seg.append(Segment("CPU", t, t + o, f"launch {i}"))
-            seg.append(Segment("GPU", t + o, t + o + d, f"kernel {i}"))
-            seg.append(Segment("CPU", t + o, t + o + d + r, "sync wait"))
+            seg.append(Segment("CPU", t, t + o, f"launch {i}", "launch"))
+            seg.append(Segment("GPU", t + o, t + o + d, f"kernel {i}", "kernel"))
+            seg.append(Segment("CPU", t + o, t + o + d + r, "sync wait", "sync"))
             t += o + d + r
     else:
-        seg.append(Segment("CPU", 0.0, g, "graph launch"))
+        seg.append(Segment("CPU", 0.0, g, "graph launch", "graph launch"))
         for i in range(n):
             start = g + i * (c + d) + c
-            seg.append(Segment("GPU", start, start + d, f"node {i}"))
+            seg.append(Segment("GPU", start, start + d, f"node {i}", "kernel"))
         if final_sync:
-            seg.append(Segment("CPU", g, g + n * (c + d) + r, "sync wait"))
+            seg.append(Segment("CPU", g, g + n * (c + d) + r, "sync wait", "sync"))
     return LaunchRun(mode, n, d, o, r, g, c, final_sync, step, tuple(seg))
 
 
@@ -286,7 +286,8 @@ class LaunchComparison:
 
     def _repr_html_(self) -> str:
         r0 = self.runs[0]
-        return _table(f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs", self._HEAD, self._rows())
+        return html_table(f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs", self._HEAD,
+                          self._rows())
 
 
 def compare_modes(n_kernels: int, kernel_us: float, **kw) -> LaunchComparison:
@@ -403,9 +404,9 @@ class CopyTime:
 
     def __repr__(self) -> str:
         arrow = "host→device" if self.direction == "h2d" else "device→host"
-        return (f"CopyTime({_bytes(self.nbytes)} {self.memory} {arrow}: {self.time_us:,.1f} µs "
-                f"at {self.bandwidth / 1e9:g} GB/s + {self.latency_us:g} µs latency → "
-                f"{self.effective_bandwidth / 1e9:.2f} GB/s effective)")
+        return (f"CopyTime({binary_bytes(self.nbytes)} {self.memory} {arrow}: "
+                f"{self.time_us:,.1f} µs at {self.bandwidth / 1e9:g} GB/s + "
+                f"{self.latency_us:g} µs latency → {self.effective_bandwidth / 1e9:.2f} GB/s effective)")
 
 
 def copy_time(nbytes: int, *, memory: str = "pinned", direction: str = "h2d",
@@ -423,13 +424,6 @@ def copy_time(nbytes: int, *, memory: str = "pinned", direction: str = "h2d",
           else _validate.positive("bandwidth", bandwidth))
     lat = COPY_LATENCY_US if latency_us is None else _nonneg("latency_us", latency_us)
     return CopyTime(nb, memory, direction, bw, lat, lat + nb / bw * 1e6)
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:,.4g} {unit}"
-    return f"{n:,.0f} B"
 
 
 #: PCI Express per-lane signalling rate (GT/s) and line-code efficiency by generation.  Gens 1–2
@@ -554,6 +548,12 @@ class StepRun:
         """Communication time that ran under compute (clamped at 0 against rounding)."""
         return max(0.0, self.comm_ms - self.exposed_comm_ms)
 
+    @property
+    def hidden_fraction(self) -> float:
+        """Share of the communication hidden behind compute, ``hidden / comm``, 0..1; 1 when
+        there is no communication at all (one GPU, or no gradients): nothing is exposed."""
+        return self.hidden_comm_ms / self.comm_ms if self.comm_ms > 0 else 1.0
+
     def _summary(self):
         return [("step", f"{self.step_ms:,.3f} ms"), ("compute alone", f"{self.compute_ms:,.3f} ms"),
                 ("compute slowed by SM sharing", f"+{self.slowdown_ms:,.3f} ms"),
@@ -563,17 +563,16 @@ class StepRun:
                 ("buckets", f"{len(self.buckets)}")]
 
     def __repr__(self) -> str:
-        hid = self.hidden_comm_ms / self.comm_ms if self.comm_ms > 0 else 1.0
         return (f"StepRun({self.n_layers} layers, {self.gpus} GPUs at "
                 f"{self.link_bandwidth / 1e9:g} GB/s, overlap {'on' if self.overlap else 'off'}: "
                 f"step {self.step_ms:,.3f} ms = compute {self.compute_ms:,.3f} + SM sharing "
                 f"{self.slowdown_ms:,.3f} + exposed comm {self.exposed_comm_ms:,.3f} ms; comm "
-                f"{self.comm_ms:,.3f} ms, {hid:.0%} hidden)")
+                f"{self.comm_ms:,.3f} ms, {self.hidden_fraction:.0%} hidden)")
 
     def _repr_html_(self) -> str:
         cap = (f"Training step: {self.n_layers} layers, {self.gpus} GPUs, overlap "
                f"{'on' if self.overlap else 'off'}")
-        return _table(cap, ("", ""), self._summary())
+        return html_table(cap, ("", ""), self._summary())
 
 
 def _times(name, value, n):
@@ -664,14 +663,14 @@ def training_step(forward_ms, backward_ms=None, grad_bytes=0.0, *, gpus: int,
     seg: list[Segment] = []
     t = 0.0
     for i in range(n):
-        seg.append(Segment("compute", t, t + fwd[i], f"forward {i}"))
+        seg.append(Segment("compute", t, t + fwd[i], f"forward {i}", "forward"))
         t += fwd[i]
     intervals: list[tuple[float, float]] = []
     ready = [0.0] * len(groups)
     comm_free = 0.0
     for layer in range(n - 1, -1, -1):
         end = _finish(t, bwd[layer], intervals, f if overlap else 0.0)
-        seg.append(Segment("compute", t, end, f"backward {layer}"))
+        seg.append(Segment("compute", t, end, f"backward {layer}", "backward"))
         t = end
         if layer in last_of:
             k = last_of[layer]
@@ -690,7 +689,7 @@ def training_step(forward_ms, backward_ms=None, grad_bytes=0.0, *, gpus: int,
                     for k, g in enumerate(groups))
     for b in buckets:
         if b.end_ms > b.start_ms:
-            seg.append(Segment("comm", b.start_ms, b.end_ms, b.label))
+            seg.append(Segment("comm", b.start_ms, b.end_ms, b.label, "comm"))
     step = max(compute_end, comm_free)
     return StepRun(n, p, bw, overlap, f, buckets, math.fsum(fwd) + math.fsum(bwd), compute_end,
                    float(sum(durations)), step, tuple(seg))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from ._format import html_table
 from .cache import Cache, _fmt_bytes, reuse_distances
 
 #: Largest trace a generator builds; lesson-sized traces are 10^4 to 10^6 accesses.
@@ -344,11 +345,9 @@ class LineSizeSweep:
 
     def _repr_html_(self) -> str:
         rows = self._table()
-        head = "".join(f"<th>{h}</th>" for h in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in rows[1:])
         caption = (f"{self.trace_name}: {_fmt_bytes(self.size_bytes)} cache, footprint "
                    f"{_fmt_bytes(self.footprint_bytes)}")
-        return f"<table><caption>{caption}</caption><tr>{head}</tr>{body}</table>"
+        return html_table(caption, rows[0], rows[1:])
 
 
 def hit_rate_vs_line_size(trace, size_bytes, ways, line_sizes=(16, 32, 64, 128, 256, 512), *,

@@ -265,6 +265,23 @@ def test_kv_bytes_per_token():
     assert A.kv_bytes_per_token(32, 4096) == 512 * 1024
 
 
+def test_page_bytes():
+    # vLLM's 16-token block of OPT-13B: 16 × 819,200 B = 13,107,200 B = 12.5 MiB; of
+    # Llama-2-7B (512 KiB per token): 16 × 512 KiB = 8 MiB; one token of OPT-13B: 819,200 B.
+    assert A.page_bytes(16) == 13_107_200 == 12.5 * A.MiB
+    assert A.page_bytes(16, bytes_per_token=512 * 1024) == 8 * A.MiB
+    assert A.page_bytes(1) == 819_200
+
+
+@given(st.integers(1, 4096), st.integers(1, 4096))
+def test_pages_of_a_sequence_hold_it_with_less_than_a_page_to_spare(tokens, page_tokens):
+    # a sequence of n tokens in ceil(n / B) pages wastes at most B − 1 tokens
+    bpt = 1000
+    pages = math.ceil(tokens / page_tokens)
+    held = pages * A.page_bytes(page_tokens, bytes_per_token=bpt)
+    assert 0 <= held - tokens * bpt <= (page_tokens - 1) * bpt
+
+
 def test_serving_trace_shape():
     t = A.serving_trace(300, seed=3, prompt_tokens=(10, 20), output_tokens=(5, 8),
                         bytes_per_token=100)
@@ -347,6 +364,9 @@ def test_fixed_shapes_stop_growing_after_the_second_step():
     (lambda: A.serving_trace(10, concurrency=0), ValueError, "concurrency"),
     (lambda: A.training_trace(vary=1.0), ValueError, "vary"),
     (lambda: A.kv_bytes_per_token(0, 5120), ValueError, "n_layers"),
+    (lambda: A.page_bytes(0), ValueError, "tokens"),
+    (lambda: A.page_bytes(1.5), TypeError, "tokens"),
+    (lambda: A.page_bytes(16, bytes_per_token=0), ValueError, "bytes_per_token"),
 ])
 def test_bad_input_names_the_parameter(call, exc, words):
     with pytest.raises(exc, match=words):

@@ -289,6 +289,16 @@ def test_conv2d_grouped_batched_fp16_hand_case():
     assert (k.flops, k.bytes) == (6912, 856)
 
 
+def test_multiply_add_part_is_labelled_in_flops():
+    # The parts table puts this row under a "FLOPs" column, so its label must say that each
+    # multiply-add is counted as 2 (E7). Hand case: 2x3 @ 3x4 = 24 multiply-adds = 48 FLOPs;
+    # conv 4x4 input, 3x3 filter, padding 1, 1 -> 1 channel: M = 4, 16·9 = 144 MACs = 288 FLOPs.
+    for k, flops in ((costs.gemm(2, 4, 3), 48), (conv2d(4, 3, 1, 1, padding=1), 288)):
+        label, part_flops, _ = k.parts[0]
+        assert part_flops == flops
+        assert "2 FLOPs each" in label and "2 FLOPs each" in k._repr_html_()
+
+
 def test_resnet50_conv1_macs():
     # ResNet-50 conv1: 224×224×3 → 112×112×64 with 7×7 stride 2 padding 3:
     # 112²·49·3·64 = 118,013,952 multiply-adds (the widely quoted ≈118 M MACs)

@@ -125,6 +125,7 @@ def test_littles_law_h100_by_hand():
     assert r.bytes_per_sm == pytest.approx(2.01e6 / 132)
     assert r.warps_per_sm == pytest.approx(2.01e6 / 132 / 4 / 32)
     assert r.max_warps_per_sm == 64
+    assert r.max_warps_per_scheduler == 16          # 64 warps over 4 schedulers
     assert not r.enough_warps and r.ilp_needed == 2
     assert r.latency_cycles == pytest.approx(600 * 1.98)
     assert "MB in flight" in repr(r) and "<table>" in r._repr_html_()
@@ -139,6 +140,25 @@ def test_littles_law_other_gpus():
     h = L.littles_law("H200", latency_ns=600, bytes_per_thread=16)
     assert h.warps_per_sm == pytest.approx(4800e9 * 600e-9 / 132 / 16 / 32)
     assert L.bytes_in_flight(1e12, 1e-6) == pytest.approx(1e6)
+
+
+@pytest.mark.parametrize(("name", "per_scheduler"), [
+    ("V100", 16),        # CC 7.0: 64 warps per SM, 4 schedulers
+    ("T4", 8),           # CC 7.5: 32 warps per SM
+    ("RTX 4090", 12),    # CC 8.9: 48 warps per SM
+    ("H200", 16),        # CC 9.0: 64 warps per SM
+])
+def test_max_warps_per_scheduler(name, per_scheduler):
+    # facts.md §1 table (max warps/SM) / 4 warp schedulers per SM (architecture whitepapers)
+    assert L.littles_law(name).max_warps_per_scheduler == per_scheduler
+
+
+def test_every_catalog_gpu_spreads_its_warps_evenly_over_4_schedulers():
+    from gpu_lessons.hardware import catalog
+
+    for name in catalog():
+        law = L.littles_law(name)
+        assert 4 * law.max_warps_per_scheduler == law.max_warps_per_sm, name
 
 
 # -- occupancy vs ILP ----------------------------------------------------------------------------

@@ -208,6 +208,20 @@ def test_cpu_roofline_points():
     assert "FLOP/byte" in repr(r) and "GFLOP/s" in r._repr_html_()
 
 
+def test_cpu_roofline_progress_bar_is_optional(capsys, monkeypatch):
+    import gpu_lessons.measure.cpu as cpu_module
+
+    class Eager(cpu_module.Progress):  # draw at once instead of after the 1 s grace period
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "min_seconds": 0})
+
+    monkeypatch.setattr(cpu_module, "Progress", Eager)
+    cpu_roofline(array_bytes=2 * MiB, n=128, budget_s=0.1)
+    assert "CPU roofline [" in capsys.readouterr().out
+    cpu_roofline(array_bytes=2 * MiB, n=128, budget_s=0.1, progress=False)
+    assert capsys.readouterr().out == ""
+
+
 def test_cache_staircase_small():
     s = cache_staircase([16 * 1024, MiB], budget_s=0.3, progress=False)
     ws, gbps = s.arrays()
@@ -341,6 +355,80 @@ def test_importing_measure_does_not_import_cupy(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# -- compiled kernel resources ----------------------------------------------------------------
+
+def test_kernel_resources_without_gpu(no_cupy, capsys):
+    from gpu_lessons.measure import kernel_resources
+    from gpu_lessons.measure.kernels import OCCUPANCY_SOURCE
+
+    with pytest.raises(RuntimeError, match=r"No CUDA GPU \(CuPy not installed\)"):
+        kernel_resources(OCCUPANCY_SOURCE, "occ_regs", ("--maxrregcount=32",))
+    assert on_gpu(kernel_resources, OCCUPANCY_SOURCE, "occ_regs") is None
+    assert capsys.readouterr().out == NO_CUPY + "\n"
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (("", "k"), "source"),
+    ((b"__global__ void k() {}", "k"), "source"),
+    (("__global__ void k() {}", ""), "name"),
+    (("__global__ void k() {}", "k", "--maxrregcount=32"), "options"),   # a str, not a list
+    (("__global__ void k() {}", "k", (32,)), "options"),
+])
+def test_kernel_resources_arguments_are_checked_before_the_gpu(no_cupy, args, name):
+    from gpu_lessons.measure import kernel_resources
+
+    with pytest.raises(TypeError, match=name):
+        kernel_resources(*args)
+
+
+def test_kernel_resources_reads_the_function_attributes(monkeypatch):
+    # A stand-in for CuPy's RawKernel with made-up attribute values: each must land in its own
+    # field, and the options must reach the compiler untouched.
+    seen = {}
+
+    class FakeKernel:
+        num_regs, local_size_bytes, shared_size_bytes = 40, 96, 12288
+
+        def __init__(self, source, name, options):
+            seen.update(source=source, name=name, options=options)
+
+        def compile(self):
+            seen["compiled"] = True
+
+    monkeypatch.setattr(g, "_cupy", lambda: types.SimpleNamespace(RawKernel=FakeKernel))
+    monkeypatch.setattr(g, "_KERNELS", {})
+    r = g.kernel_resources("src", "k", ["--maxrregcount=40", "-DN=4"])
+    assert (r.registers_per_thread, r.local_bytes, r.static_shared_bytes) == (40, 96, 12288)
+    assert seen == {"source": "src", "name": "k", "options": ("--maxrregcount=40", "-DN=4"),
+                    "compiled": True}
+    assert r.options == ("--maxrregcount=40", "-DN=4")
+    text = repr(r)
+    assert "40 registers/thread" in text and "96 B local memory/thread" in text
+    assert "12,288 B static shared memory/block" in text and "--maxrregcount=40" in text
+    assert "<table>" in r._repr_html_()
+
+
+@pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")
+def test_kernel_resources_on_a_gpu():
+    from gpu_lessons.measure.kernels import OCC_LIVE_VALUES, OCCUPANCY_SOURCE
+
+    # __shared__ float tile[3072]: 12,288 B of static shared memory, none for occ_light
+    assert g.kernel_resources(OCCUPANCY_SOURCE, "occ_smem_12k").static_shared_bytes == 12288
+    light = g.kernel_resources(OCCUPANCY_SOURCE, "occ_light")
+    assert (light.static_shared_bytes, light.local_bytes) == (0, 0)
+    # 160 floats live across the loop cannot sit in 24 registers: the rest spills to local memory
+    capped = g.kernel_resources(OCCUPANCY_SOURCE, "occ_regs", ("--maxrregcount=24",))
+    assert OCC_LIVE_VALUES > 24
+    assert capped.registers_per_thread <= 24 and capped.local_bytes > 0
+
+
+def test_predicted_traffic_is_exported():
+    # notebook 04 imports it from the package
+    from gpu_lessons.measure import predicted_traffic
+
+    assert predicted_traffic is g.predicted_traffic
 
 
 # -- the memory model's predictions for the strided copy --------------------------------------

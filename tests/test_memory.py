@@ -28,6 +28,7 @@ from gpu_lessons.memory import (
     aos_field,
     broadcast,
     global_load,
+    line_sectors,
     matrix_column,
     matrix_row,
     shared_load,
@@ -135,6 +136,41 @@ def test_lane_sector_map_for_misaligned_access():
     assert g.sector_ids == (0, 1, 2, 3, 4)
 
 
+def test_lines_and_blocks_touched_hand_derived():
+    # strided(1, offset=4): bytes 4..131 -> 128-byte lines 0 (0-127) and 1 (128-255); 64-byte
+    # blocks 0 (0-63), 1 (64-127), 2 (128-191); 256-byte block 0 only.
+    g = global_load(strided(1, offset=4))
+    assert g.line_ids == (0, 1) and g.lines == 2
+    assert g.block_ids(64) == (0, 1, 2)
+    assert g.block_ids(256) == (0,)
+    assert g.block_ids(32) == g.sector_ids == (0, 1, 2, 3, 4)
+    # Floats 64 apart = 256 B: lane i in line 2i, 64-byte block 4i, 256-byte block i.
+    far = global_load(strided(64))
+    assert far.line_ids == tuple(range(0, 64, 2))
+    assert far.block_ids(64) == tuple(range(0, 128, 4))
+    assert far.block_ids(256) == tuple(range(32))
+    # Nothing active: nothing touched.
+    assert global_load([None] * 32).line_ids == ()
+    # Line 3 holds bytes 384..511 = sectors 12..15.
+    assert list(line_sectors(3)) == [12, 13, 14, 15]
+    assert list(line_sectors(0)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("block_bytes", "error"), [(16, ValueError), (48, ValueError),
+                                                    (96, ValueError), (0, ValueError),
+                                                    (64.5, TypeError), ("64", TypeError)])
+def test_block_ids_needs_a_power_of_two_of_at_least_a_sector(block_bytes, error):
+    with pytest.raises(error) as info:
+        global_load(strided(1)).block_ids(block_bytes)
+    assert "block_bytes" in str(info.value) and str(block_bytes) in str(info.value)
+
+
+@pytest.mark.parametrize(("line", "error"), [(-1, ValueError), (1.5, TypeError)])
+def test_line_sectors_rejects_bad_lines(line, error):
+    with pytest.raises(error, match="line"):
+        line_sectors(line)
+
+
 # -- shared memory: 4-byte and smaller, hand-derived -------------------------------------------
 
 @pytest.mark.parametrize("stride", range(1, 65))
@@ -187,6 +223,24 @@ def test_padding_a_tile_by_one_column_removes_the_32_way_conflict():
 
 
 # -- shared memory: 8- and 16-byte accesses ------------------------------------------------------
+
+def test_words_each_lane_reads_hand_derived():
+    # Floats: lane i at byte 4i reads word i.  A tile column T[i][5] of T[32][33]: word 33i + 5.
+    assert shared_load(strided(1)).lane_words == tuple((i,) for i in range(32))
+    col = shared_load(tile_column(5, width=32, padding=1))
+    assert col.lane_words[0] == (5,) and col.lane_words[31] == (33 * 31 + 5,)
+    # Doubles: lane i at byte 8i reads words 2i, 2i + 1; float4: words 4i .. 4i + 3.
+    d = shared_load(strided(1, element_bytes=8), 8)
+    assert d.lane_words[0] == (0, 1) and d.lane_words[16] == (32, 33)
+    assert d.lane_banks[16] == (0, 1)          # words 32, 33 sit in banks 0, 1 again
+    assert shared_load(strided(1, element_bytes=16), 16).lane_words[3] == (12, 13, 14, 15)
+    # Bytes: lanes 0-3 share word 0, lane 31 reads word 7.
+    b = shared_load(strided(1, element_bytes=1), 1)
+    assert b.lane_words[:5] == ((0,), (0,), (0,), (0,), (1,)) and b.lane_words[31] == (7,)
+    # An inactive lane reads nothing.
+    half = shared_load(strided(1)[:16] + [None] * 16)
+    assert half.lane_words[15] == (15,) and half.lane_words[16] == ()
+
 
 def test_eight_byte_accesses_hand_derived():
     # 32 consecutive doubles = 256 B: two half-warp phases of 128 contiguous bytes each.
@@ -328,6 +382,33 @@ def test_shared_properties_and_loop_restatement(warp):
     assert s.wavefronts == sum(max(p) for p in s.bank_words)
     assert all(len(banks) == (max(1, b // 4) if a is not None else 0)
                for a, banks in zip(lanes, s.lane_banks, strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(warps(), st.sampled_from([32, 64, 128, 256, 4096]))
+def test_blocks_touched_are_the_lanes_blocks(warp, block_bytes):
+    # From the addresses alone: an aligned access of <= 16 B never crosses a 32-byte boundary,
+    # so the blocks touched are {a // block_bytes} over the active lanes.
+    lanes, b = warp
+    g = global_load(lanes, b)
+    expected = tuple(sorted({a // block_bytes for a in lanes if a is not None}))
+    assert g.block_ids(block_bytes) == expected
+    assert g.line_ids == tuple(sorted({a // 128 for a in lanes if a is not None}))
+    assert len(g.line_ids) == g.lines
+    assert all(s in line_sectors(line) for s in g.sector_ids for line in [s * 32 // 128])
+
+
+@settings(max_examples=100, deadline=None)
+@given(warps())
+def test_lane_words_cover_each_lanes_bytes(warp):
+    # Word w holds bytes 4w..4w+3: a lane's words are exactly the words its bytes fall in,
+    # and each word's bank is w mod 32.
+    lanes, b = warp
+    s = shared_load(lanes, b)
+    for a, words, banks in zip(lanes, s.lane_words, s.lane_banks, strict=True):
+        expected = () if a is None else tuple(sorted({x // 4 for x in range(a, a + b)}))
+        assert words == expected
+        assert banks == tuple(w % 32 for w in words)
 
 
 @settings(max_examples=100, deadline=None)

@@ -397,6 +397,32 @@ def test_training_is_three_forwards(sh):
     assert f.training < f.training_recompute < 4 * f.forward + 1
 
 
+def test_component_shares_by_hand():
+    # b=1, s=4, h=8, one layer, i=32, V=16, one head of d=8:
+    #   QKV 2·4·8·(1+2)·8 = 1536, output 2·4·8·8 = 512, scores 2·1·16·8 = 256, ·V 256,
+    #   MLP up 2·4·8·32 = 2048, down 2048, logits 2·4·8·16 = 1024: forward 7680.
+    f = transformer_flops(1, 4, 8, 1, 32, 16, 1)
+    assert f.forward == 7680
+    expected = {"qkv": 1536 / 7680, "attn_out": 512 / 7680, "attn_scores": 256 / 7680,
+                "attn_values": 256 / 7680, "mlp_up": 2048 / 7680, "mlp_down": 2048 / 7680,
+                "logits": 1024 / 7680}
+    assert f.shares == pytest.approx(expected)
+    assert list(f.shares) == list(expected)            # forward-pass order, no gate
+    # every component has its formula for tables and hover text
+    assert set(mfu.FORMULAS) == set(mfu.COMPONENTS) == set(mfu.COMPONENT_LABELS)
+
+
+@given(shapes)
+@settings(max_examples=80, deadline=None)
+def test_shares_split_the_forward_pass(sh):
+    f = _f(sh)
+    shares = f.shares
+    assert shares.keys() == f.components.keys()
+    assert math.fsum(shares.values()) == pytest.approx(1.0)
+    assert all(0 < v < 1 for v in shares.values())
+    assert ("mlp_gate" in shares) == sh["gated"]
+
+
 @given(shapes, st.integers(1, 64), st.integers(1, 64))
 @settings(max_examples=60, deadline=None)
 def test_linear_in_batch(sh, b1, b2):

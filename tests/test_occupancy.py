@@ -27,6 +27,7 @@ from gpu_lessons.occupancy import (
     occupancy_vs_block_size,
     occupancy_vs_registers,
     occupancy_vs_shared_mem,
+    resolve,
 )
 
 KB = 1024
@@ -76,6 +77,23 @@ def test_catalog_gpu_gives_the_same_answer_as_its_cc():
 
 
 # -- (2) the seed's 65536/64 example and erratum E10 -------------------------------------------
+
+def test_resolve_picks_the_table_row_from_a_cc_or_a_gpu():
+    # CC 9.0 (H100, facts.md §1): 64 warps and 32 blocks per SM; CC 8.6 (RTX 3090): 48 and 16.
+    spec, name = resolve(gpu="H100")
+    assert (spec.cc, spec.max_warps_per_sm, spec.max_blocks_per_sm, name) == \
+        ("9.0", 64, 32, "H100 SXM5")
+    spec, name = resolve("8.6")
+    assert (spec.cc, spec.max_warps_per_sm, spec.max_blocks_per_sm, name) == ("8.6", 48, 16, None)
+    # a GPU object given positionally counts as gpu=
+    assert resolve(catalog_gpu("rtx 3090")) == (compute_capability("8.6"), "RTX 3090")
+    with pytest.raises(ValueError, match="not both"):
+        resolve("9.0", "H100")
+    with pytest.raises(TypeError, match=r"cc='9\.0'"):
+        resolve()
+    with pytest.raises(ValueError, match="gpu="):
+        resolve(gpu="H9000")
+
 
 def test_seed_64_registers_gives_1024_threads():
     # seed: 65,536 registers / 64 per thread = 1,024 threads.  Per warp 64 x 32 = 2,048

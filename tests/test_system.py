@@ -127,6 +127,21 @@ def test_async_timeline_by_hand():
     cpu = [(s.start, s.end, s.label) for s in _lane(r, "CPU")]
     assert cpu == [(0, 5, "launch 0"), (5, 10, "launch 1"), (10, 15, "launch 2"),
                    (15, 18, "sync wait")]
+    assert [s.kind for s in _lane(r, "CPU")] == ["launch", "launch", "launch", "sync"]
+    assert [s.kind for s in _lane(r, "GPU")] == ["kernel"] * 3
+
+
+def test_segment_kinds_of_each_mode():
+    # sync: a launch, a kernel and a wait per kernel; graph: one graph launch, nodes, a wait
+    kinds = {m: sorted(s.kind for s in S.kernel_sequence(2, 1.0, mode=m).timeline)
+             for m in S.MODES}
+    assert kinds["sync"] == ["kernel", "kernel", "launch", "launch", "sync", "sync"]
+    assert kinds["graph"] == ["graph launch", "kernel", "kernel", "sync"]
+    assert kinds["async"] == ["kernel", "kernel", "launch", "launch", "sync"]
+    # a 2-layer step on 2 GPUs: two forwards, two backwards, two all-reduces
+    step = S.training_step([1, 1], [2, 2], [1e6, 1e6], gpus=2, link_bandwidth=1e9)
+    assert sorted(s.kind for s in step.timeline) == ["backward", "backward", "comm", "comm",
+                                                      "forward", "forward"]
 
 
 modes = st.sampled_from(S.MODES)
@@ -144,6 +159,10 @@ def test_timeline_invariants(n, d, mode, o, r, g, c, final):
     for lane in (gpu, cpu):   # one thing at a time per lane
         for a, b in itertools.pairwise(lane):
             assert b.start >= a.end - 1e-9
+    # the GPU only runs kernels; the CPU only launches and waits
+    assert {s.kind for s in gpu} == {"kernel"}
+    assert {s.kind for s in cpu} <= {"launch", "graph launch", "sync"}
+    assert sum(s.kind == "sync" for s in cpu) == (n if mode == "sync" else int(final))
     assert max(s.end for s in run.timeline) == pytest.approx(run.step_us)
     assert 0.0 < run.utilisation <= 1.0 + 1e-12
     assert run.step_us >= n * d - 1e-9
@@ -267,11 +286,13 @@ def test_overlap_hides_comm_under_remaining_compute():
     assert on.compute_ms == pytest.approx(30.0)
     assert on.exposed_comm_ms == pytest.approx(6.0)
     assert on.hidden_comm_ms == pytest.approx(6.0)
+    assert on.hidden_fraction == pytest.approx(6 / 12)     # 6 of the 12 ms of all-reduce
     assert [(b.start_ms, b.end_ms) for b in on.buckets] == [pytest.approx((20, 26)),
                                                            pytest.approx((30, 36))]
     off = S.training_step([5, 5], [10, 10], [_grads_for(6)] * 2, overlap=False, **kw)
     assert off.step_ms == pytest.approx(30 + 12)
     assert off.exposed_comm_ms == pytest.approx(12.0)
+    assert off.hidden_fraction == pytest.approx(0.0)       # all of it after the backward pass
 
 
 def test_overlap_when_comm_is_longer_than_compute():
@@ -281,6 +302,7 @@ def test_overlap_when_comm_is_longer_than_compute():
     assert on.step_ms == pytest.approx(50.0)
     assert on.hidden_comm_ms == pytest.approx(10.0)
     assert on.exposed_comm_ms == pytest.approx(20.0)
+    assert on.hidden_fraction == pytest.approx(10 / 30)
 
 
 def test_comm_kernels_slow_the_compute_they_overlap():
@@ -313,6 +335,7 @@ def test_one_gpu_has_no_communication():
     r = S.training_step([1, 2, 3], [2, 4, 6], [1e9] * 3, gpus=1, link_bandwidth="pcie4")
     assert r.comm_ms == 0 and r.step_ms == pytest.approx(18.0)
     assert not [s for s in r.timeline if s.lane == "comm"]
+    assert r.hidden_fraction == 1.0     # nothing to hide, nothing exposed
 
 
 layer_times = st.lists(st.floats(0.0, 20.0), min_size=1, max_size=12)
@@ -336,7 +359,12 @@ def test_training_step_invariants(fwd, data, p, f, bucket):
     assert on.exposed_comm_ms >= -tol and on.slowdown_ms >= -tol
     assert on.slowdown_ms <= on.comm_ms * f / (1 - f) + tol   # at most the overlapped part
     assert 0 <= on.hidden_comm_ms <= on.comm_ms + tol
+    assert 0 <= on.hidden_fraction <= 1
+    assert off.hidden_comm_ms <= tol              # without overlap nothing is hidden
     assert sorted(x for b in on.buckets for x in b.layers) == list(range(n))
+    lane_kinds = {"compute": {"forward", "backward"}, "comm": {"comm"}}
+    assert all(s.kind in lane_kinds[s.lane] for s in on.timeline)
+    assert sum(s.kind == "forward" for s in on.timeline) == n
     for lane in ("compute", "comm"):
         segs = sorted((s for s in on.timeline if s.lane == lane), key=lambda s: s.start)
         for a, b in itertools.pairwise(segs):

@@ -28,7 +28,6 @@ from gpu_lessons.views.coalescing import (
     USES,
     CoalescingExplorer,
     coalescing_explorer,
-    lane_ranges,
 )
 
 HW = json.loads((Path(__file__).parent / "data" / "h200_ncu_memory.json").read_text())
@@ -152,12 +151,6 @@ def test_links_end_at_each_lanes_sector():
     for lane, x1 in enumerate(ex.links.data["x1"]):
         # lane i reads byte 12 i, in sector 12 i // 32
         assert x1 == sector_x[12 * lane // 32]
-
-
-def test_lane_ranges():
-    assert lane_ranges([0, 1, 2, 5]) == "0–2, 5"
-    assert lane_ranges([7]) == "7"
-    assert lane_ranges([1, 3, 4, 5, 9, 10]) == "1, 3–5, 9–10"
 
 
 # -- the view shows the model's numbers ------------------------------------------------------------

@@ -75,7 +75,9 @@ def test_launch_modes_and_graph():
     c = H200.graph_node_us
     assert e.run.step_us == pytest.approx(4.7 + 10 * (c + 3.6) + 5.1)
     assert [lab for _, _, lab in _bars(e, "CPU")] == ["graph launch", "sync wait"]
-    assert set(e.bars.data["kind"]) == {"graph launch", "sync wait", "kernel"}
+    # the bars are coloured by the model's kind of segment, named in words in the legend
+    assert set(e.bars.data["kind"]) == {"graph launch", "sync", "kernel"}
+    assert set(e.bars.data["legend"]) == {"graph launch", "sync wait", "kernel"}
 
 
 def test_launch_curves_are_the_models_sweep():
@@ -150,6 +152,8 @@ def test_overlap_hides_all_but_the_last_bucket():
     # layer's is exposed: step = 72 + 3.727 ms
     assert on.step_ms == pytest.approx(72 + RING_64MIB_8)
     assert on.exposed_comm_ms == pytest.approx(RING_64MIB_8)
+    # 11 of the 12 equal all-reduces hidden: 92 %
+    assert f"{11 * RING_64MIB_8:,.2f} ms of it (92%) hidden behind backward" in e.readout.value
     comm = _bars(e, "comm")
     assert len(comm) == 12
     assert comm[0][0] == pytest.approx(24 + 4)   # layer 11's backward ends at 28 ms

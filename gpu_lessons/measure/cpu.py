@@ -208,13 +208,14 @@ class RooflinePoints:
 
 
 def cpu_roofline(*, array_bytes: int | None = None, n: int = 2048,
-                 budget_s: float = 2.0) -> RooflinePoints:
+                 budget_s: float = 2.0, progress: bool = True) -> RooflinePoints:
     """Measure the triad and a float32 GEMM and return them as roofline roofs and points.
 
     The triad does 2 FLOPs per element (a multiply and an add) over the bytes it moved, so
     its intensity is 2 / (5 x 8) = 0.05 FLOP/byte (NumPy's two passes, see above).
+    ``progress=False`` keeps the text progress bar out of a notebook cell's output.
     """
-    with Progress(2, "CPU roofline") as bar:
+    with Progress(2, "CPU roofline", enabled=progress) as bar:
         triad = cpu_bandwidth("triad", array_bytes=array_bytes, budget_s=budget_s)
         bar.update(1, "triad")
         gemm = cpu_gemm(n, budget_s=budget_s)

@@ -150,6 +150,75 @@ def compiled(source: str, name: str, options: Sequence[str] = ()):
     return _KERNELS[key]
 
 
+@dataclass(frozen=True)
+class KernelResources:
+    """What the compiler gave one kernel: registers per thread, local memory per thread and
+    static shared memory per block.
+
+    ``local_bytes`` is per-thread *local memory* (CUDA C++ Programming Guide, "Device Memory
+    Accesses → Local Memory"; seed erratum E8): register spills and arrays the compiler could
+    not keep in registers, placed in device memory and cached in L1/L2.  The three numbers are
+    the compiled function's attributes (``cuFuncGetAttribute``: ``NUM_REGS``,
+    ``LOCAL_SIZE_BYTES``, ``SHARED_SIZE_BYTES``), the same ones ``nvcc -Xptxas -v`` prints as
+    registers, stack frame and smem.  Dynamic shared memory is chosen at launch, so it is not
+    here.
+    """
+
+    name: str
+    options: tuple[str, ...]
+    registers_per_thread: int
+    local_bytes: int
+    static_shared_bytes: int
+
+    def __repr__(self) -> str:
+        opts = f" {' '.join(self.options)}" if self.options else ""
+        return (f"KernelResources({self.name}{opts}: {self.registers_per_thread} registers/thread, "
+                f"{self.local_bytes:,} B local memory/thread (spills, local arrays), "
+                f"{self.static_shared_bytes:,} B static shared memory/block)")
+
+    def _repr_html_(self) -> str:
+        rows = [("compiler options", " ".join(self.options) or "none"),
+                ("registers", f"{self.registers_per_thread} per thread"),
+                ("local memory (spills, local arrays)", f"{self.local_bytes:,} B per thread"),
+                ("static shared memory", f"{self.static_shared_bytes:,} B per block")]
+        return html_table(f"{self.name}: compiled resources", ("", ""), rows)
+
+
+def _kernel_args(source, name, options) -> tuple[str, str, tuple[str, ...]]:
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"source must be CUDA C source code (a non-empty str), got {source!r:.80}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be the kernel's name (a non-empty str), got {name!r}")
+    if isinstance(options, str) or not isinstance(options, Sequence) or \
+            not all(isinstance(o, str) for o in options):
+        raise TypeError(f"options must be a list or tuple of compiler flags (str), e.g. "
+                        f"('--maxrregcount=32',), got {options!r}")
+    return source, name, tuple(options)
+
+
+def resources_from_raw(raw: dict) -> KernelResources:
+    """The :class:`KernelResources` of a record made by :func:`measure_resources_raw`."""
+    return KernelResources(raw["name"], tuple(raw["options"]), int(raw["registers_per_thread"]),
+                           int(raw["local_bytes"]), int(raw["static_shared_bytes"]))
+
+
+def measure_resources_raw(source: str, name: str, options: Sequence[str] = ()) -> dict:
+    """Compile kernel ``name`` of CUDA ``source`` with NVRTC ``options`` (through CuPy) and
+    read its function attributes: registers, local and static shared bytes."""
+    source, name, options = _kernel_args(source, name, options)
+    k = compiled(source, name, options)
+    return {"name": name, "options": list(options), "registers_per_thread": int(k.num_regs),
+            "local_bytes": int(k.local_size_bytes),
+            "static_shared_bytes": int(k.shared_size_bytes)}
+
+
+def kernel_resources(source: str, name: str, options: Sequence[str] = ()) -> KernelResources:
+    """Registers per thread, local (spill) bytes per thread and static shared bytes per block
+    of a kernel compiled with ``options`` -- e.g. ``("--maxrregcount=32",)`` to watch a
+    register cap turn into spills.  Needs CuPy and a GPU: call it through :func:`on_gpu`."""
+    return resources_from_raw(measure_resources_raw(source, name, options))
+
+
 def _device_name(cp) -> str:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     name = props["name"]
@@ -467,8 +536,7 @@ def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
     writes = global_load(strided(1, element_bytes=element_bytes), bytes_per_thread=element_bytes)
 
     def moved(load) -> int:
-        per_block = fetch_bytes // 32
-        return fetch_bytes * len({sector // per_block for sector in load.sector_ids})
+        return fetch_bytes * len(load.block_ids(fetch_bytes))
 
     useful = 2 * 32 * element_bytes
     total = moved(reads) + moved(writes)

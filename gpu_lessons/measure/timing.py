@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import _validate
+from .._format import binary_bytes, html_table
 
 #: The fewest timed runs a measurement keeps, even when the time budget has run out.
 MIN_REPEATS = 3
@@ -43,11 +44,7 @@ def format_seconds(seconds: float) -> str:
 
 def format_bytes(nbytes: float) -> str:
     """``3 * 2**20`` -> ``'3 MiB'`` (binary prefixes: memory sizes are powers of two)."""
-    nbytes = _validate.real("nbytes", nbytes, low=0.0)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.4g} {unit}"
-    return f"{nbytes:.0f} B"
+    return binary_bytes(_validate.real("nbytes", nbytes, low=0.0))
 
 
 # -- rates -----------------------------------------------------------------------------------
@@ -238,16 +235,6 @@ def median_of(values: Sequence[float]) -> float:
 
 
 # -- results a timing turns into -------------------------------------------------------------
-
-def html_table(caption: str, header: Sequence[str], rows: Sequence[Sequence]) -> str:
-    """A small HTML table for ``_repr_html_`` (cells are escaped)."""
-    from html import escape
-
-    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<table><caption>{escape(caption)}</caption><tr>{head}</tr>{body}</table>"
-
 
 @dataclass(frozen=True)
 class Bandwidth:

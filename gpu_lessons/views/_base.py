@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource  # noqa: F401  (re-exported for explorers)
 from jupyter_bokeh import BokehModel
+
+from .._format import si
 
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision
 #: deficiency.  Order: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
@@ -36,8 +40,9 @@ class Explorer(widgets.VBox):
         self.readout = widgets.HTML()
         self.warning = widgets.HTML()
         self.last_update_ms = float("nan")
+        self._quiet = False
         for c in controls.values():
-            c.observe(self._on_change, names="value")
+            c.observe(self._notify, names="value")
         header = [widgets.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
         if notes:
             header.append(widgets.HTML(f"<small>{notes}</small>"))
@@ -49,8 +54,25 @@ class Explorer(widgets.VBox):
         self.add_class("gpu-lessons-explorer")  # the browser test finds explorers by this class
         self.update()
 
+    def _notify(self, change):
+        if not self._quiet:
+            self._on_change(change)
+
     def _on_change(self, _change):
+        """A control changed (not from inside :meth:`quietly`): recompute.  Subclasses that
+        must react to one control first (a preset that sets other sliders) override this."""
         self.update()
+
+    @contextmanager
+    def quietly(self) -> Iterator[None]:
+        """Change controls from code without each change starting its own update (the caller
+        updates once afterwards, or is itself inside an update)."""
+        before = self._quiet
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = before
 
     def _repr_mimebundle_(self, **kwargs):
         # jupyter_bokeh drops data-source patches sent before a figure is on screen, so
@@ -76,6 +98,16 @@ class Explorer(widgets.VBox):
     def set_readout(self, text: str) -> None:
         self.readout.value = text
 
+    def control_values(self) -> dict:
+        """Every control's current value, by control name."""
+        return {k: c.value for k, c in self.controls.items()}
+
+    def use_only(self, names, *, always=()) -> None:
+        """Grey out the controls the current choice does not read: all but ``names`` and
+        ``always``."""
+        for name, c in self.controls.items():
+            c.disabled = name not in names and name not in always
+
 
 def slider(label: str, value, low, high, step=1, *, integer=True, unit: str = "") -> widgets.Widget:
     """A labelled slider whose label carries its unit, e.g. 'block size (threads)'."""
@@ -100,7 +132,14 @@ def dropdown(label: str, options, value=None) -> widgets.Dropdown:
 
 def fmt(x: float, unit: str, digits: int = 3) -> str:
     """Engineering format with SI prefix and unit: fmt(4.8e12, 'B/s') -> '4.8 TB/s'."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.{digits}g} {prefix}{unit}"
-    return f"{x:.{digits}g} {unit}"
+    return si(x, unit, digits)
+
+
+def lane_ranges(values: Sequence[int]) -> str:
+    """Ascending lane numbers as ranges: [0, 1, 2, 5] -> '0–2, 5'."""
+    parts, start = [], values[0]
+    for a, b in zip(values, [*values[1:], None], strict=True):
+        if b != a + 1:
+            parts.append(str(a) if a == start else f"{start}–{a}")
+            start = b
+    return ", ".join(parts)

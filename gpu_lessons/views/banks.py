@@ -5,8 +5,9 @@ has one column per bank and one row per 128 bytes.  Each word the warp reads is 
 coloured by how many *distinct* words its bank must deliver in that phase: 1 is
 conflict-free, n is an n-way conflict that costs n wavefronts.  Lanes that read the same word
 share it (a broadcast costs nothing).  Every count -- banks, phases, words per bank,
-wavefronts, conflicts -- comes from :func:`gpu_lessons.memory.shared_load`; the view only
-places each word in its row (byte address // 128).
+wavefronts, conflicts, the words each lane reads -- comes from
+:func:`gpu_lessons.memory.shared_load`; the view only lays the words out, 32 to a row (one
+column per bank).
 
 The classic case (CUDA C++ Programming Guide, "Compute Capability 5.x → Shared Memory"; measured
 on an H200 in ``tests/data/h200_ncu_memory.json``): reading a column of a ``float T[32][32]``
@@ -20,8 +21,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, FixedTicker, HoverTool, 
 from bokeh.plotting import figure
 
 from .. import _validate, memory
-from ._base import PALETTE, Explorer, dropdown, slider
-from .coalescing import lane_ranges as _ranges
+from ._base import PALETTE, Explorer, dropdown, lane_ranges, slider
 
 #: Access patterns: key -> label shown in the dropdown.
 PATTERNS = {
@@ -151,11 +151,9 @@ class BankExplorer(Explorer):
 
     def _update(self):
         self.set_readout("")  # a refused state shows only the warning, not stale numbers
-        v = {k: c.value for k, c in self.controls.items()}
+        v = self.control_values()
         pattern, e = v["pattern"], v["element_bytes"]
-        for name, c in self.controls.items():
-            if name not in ("pattern", "element_bytes"):
-                c.disabled = name not in USES[pattern]
+        self.use_only(USES[pattern], always=("pattern", "element_bytes"))
         s = memory.shared_load(
             addresses_for(pattern, element_bytes=e, stride=v["stride"], width=v["width"],
                           padding=v["padding"], column=v["column"]), e)
@@ -163,7 +161,7 @@ class BankExplorer(Explorer):
         self._draw(s)
 
         groups = _lanes_by_phase(s)
-        phases = ", ".join(_ranges(lanes) for lanes in groups.values())
+        phases = ", ".join(lane_ranges(lanes) for lanes in groups.values())
         self.set_readout(
             f"<b>{s.wavefronts} wavefront{'s' if s.wavefronts != 1 else ''}</b> "
             f"(ideal {s.ideal_wavefronts}) → <b>{s.bank_conflicts} bank "
@@ -172,17 +170,14 @@ class BankExplorer(Explorer):
             f"(lanes {phases}) of {s.bytes_per_thread} B per lane")
 
     def _draw(self, s: memory.SharedLoad) -> None:
-        # word -> (bank, lanes reading it, phases it is read in); the bank is the model's
+        # word -> (bank, lanes reading it, phases it is read in); words and banks are the model's
         words: dict[int, list] = {}
-        for lane, (a, banks) in enumerate(zip(s.addresses, s.lane_banks, strict=True)):
-            if a is None:
-                continue
-            for k, bank in enumerate(banks):
-                w = a // memory.BANK_BYTES + k
+        for lane, (lane_words, banks) in enumerate(zip(s.lane_words, s.lane_banks, strict=True)):
+            for w, bank in zip(lane_words, banks, strict=True):
                 entry = words.setdefault(w, [bank, [], set()])
                 entry[1].append(lane)
                 entry[2].add(s.lane_phase[lane])
-        rows = sorted({w * memory.BANK_BYTES // memory.WAVEFRONT_BYTES for w in words})
+        rows = sorted({_row(w) for w in words})
         y_of = {r: i for i, r in enumerate(rows)}
 
         self.grid.data = dict(bank=[b for _ in rows for b in range(memory.BANKS)],
@@ -192,7 +187,7 @@ class BankExplorer(Explorer):
         for w, (bank, lanes, phases) in sorted(words.items()):
             ways = max(s.bank_words[p][bank] for p in phases)
             colour, label = nway_colour(ways)
-            y = y_of[w * memory.BANK_BYTES // memory.WAVEFRONT_BYTES]
+            y = y_of[_row(w)]
             cell_y[w] = y
             cols["bank"].append(bank)
             cols["y"].append(y)
@@ -200,7 +195,7 @@ class BankExplorer(Explorer):
             cols["nway"].append(label)
             cols["ways"].append(ways)
             cols["label"].append(str(lanes[0]) if len(lanes) == 1 else f"{len(lanes)}×")
-            cols["lanes"].append(_ranges(lanes))
+            cols["lanes"].append(lane_ranges(lanes))
             cols["address"].append(w * memory.BANK_BYTES)
             cols["phase"].append(", ".join(str(p) for p in sorted(phases)))
         self.words.data = cols
@@ -217,12 +212,12 @@ class BankExplorer(Explorer):
             banks=[", ".join(str(b) for b in s.lane_banks[lane]) for lane, _ in active],
             phase=[s.lane_phase[lane] for lane, _ in active])
         x0, y0, x1, y1 = [], [], [], []
-        for lane, a in active:
-            for k, bank in enumerate(s.lane_banks[lane]):
+        for lane, _ in active:
+            for w, bank in zip(s.lane_words[lane], s.lane_banks[lane], strict=True):
                 x0.append(lane)
                 y0.append(lane_y + lane_h / 2)
                 x1.append(bank)
-                y1.append(cell_y[a // memory.BANK_BYTES + k] - 0.45)
+                y1.append(cell_y[w] - 0.45)
         self.links.data = dict(x0=x0, y0=y0, x1=x1, y1=y1)
 
         self.ticker.ticks = list(range(0, n, 1 if n <= 16 else 4))  # labels must not overlap
@@ -235,7 +230,7 @@ class BankExplorer(Explorer):
         width = 0.9 / max(s.phases, 1)
         bars = {k: [] for k in self.bars.data}
         for p, counts in enumerate(s.bank_words):
-            label = f"phase {p}" + (f" (lanes {_ranges(groups[p])})" if p in groups else "")
+            label = f"phase {p}" + (f" (lanes {lane_ranges(groups[p])})" if p in groups else "")
             for bank, n_words in enumerate(counts):
                 if not n_words:
                     continue
@@ -246,6 +241,12 @@ class BankExplorer(Explorer):
                 bars["color"].append(PHASE_COLOURS[p % len(PHASE_COLOURS)])
                 bars["phase"].append(label)
         self.bars.data = bars
+
+
+def _row(word: int) -> int:
+    """The grid row of a word: the grid is one column per bank, so a row holds BANKS words
+    (128 bytes, one wavefront's worth)."""
+    return word // memory.BANKS
 
 
 def _lanes_by_phase(s: memory.SharedLoad) -> dict[int, list[int]]:

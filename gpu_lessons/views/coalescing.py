@@ -19,7 +19,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .. import _validate, memory
-from ._base import PALETTE, Explorer, dropdown, slider
+from ._base import PALETTE, Explorer, dropdown, lane_ranges, slider
 
 #: Access patterns: key -> label shown in the dropdown.
 PATTERNS = {
@@ -46,7 +46,6 @@ SOA_LENGTH = 1024
 #: Strides swept by the second plot (elements); stride >= 8 floats already costs 32 sectors.
 SWEEP_STRIDES = tuple(range(0, 33))
 
-_SECTORS_PER_LINE = memory.LINE_BYTES // memory.SECTOR_BYTES
 _UNTOUCHED = "#DDDDDD"
 _LANE_Y, _SECTOR_Y, _BOX_H = 1.0, 0.0, 0.5
 
@@ -150,11 +149,9 @@ class CoalescingExplorer(Explorer):
 
     def _update(self):
         self.set_readout("")  # a refused state shows only the warning, not stale numbers
-        v = {k: c.value for k, c in self.controls.items()}
+        v = self.control_values()
         pattern, e = v["pattern"], v["element_bytes"]
-        for name, c in self.controls.items():
-            if name not in ("pattern", "element_bytes"):
-                c.disabled = name not in USES[pattern]
+        self.use_only(USES[pattern], always=("pattern", "element_bytes"))
         g = memory.global_load(
             addresses_for(pattern, element_bytes=e, stride=v["stride"], offset=v["offset"],
                           struct_bytes=v["struct_bytes"], field=v["field"], ld=v["ld"]), e)
@@ -185,21 +182,20 @@ class CoalescingExplorer(Explorer):
         for lane, s in enumerate(g.lane_sector):
             if s is not None:
                 readers.setdefault(s, []).append(lane)
-        line_ids = sorted({s // _SECTORS_PER_LINE for s in g.sector_ids})
+        line_ids = g.line_ids
         slot, slots, prev = {}, 0, None
         for line in line_ids:
             if prev is not None and line != prev + 1:
                 slots += 1  # a blank slot: the lines are not adjacent in memory
             slot[line] = slots
-            slots += _SECTORS_PER_LINE
+            slots += memory.SECTORS_PER_LINE
             prev = line
         w = min(2.0, memory.WARP_SIZE / max(slots, 1))
         x0 = (memory.WARP_SIZE - slots * w) / 2 + w / 2
 
         sec = {k: [] for k in self.sectors.data}
         for line in line_ids:
-            for i in range(_SECTORS_PER_LINE):
-                s = line * _SECTORS_PER_LINE + i
+            for i, s in enumerate(memory.line_sectors(line)):
                 lanes = readers.get(s, [])
                 sec["x"].append(x0 + (slot[line] + i) * w)
                 sec["width"].append(0.92 * w)
@@ -214,9 +210,9 @@ class CoalescingExplorer(Explorer):
 
         few = len(line_ids) <= 8
         self.lines.data = dict(
-            x=[x0 + (slot[ln] + 1.5) * w for ln in line_ids],
-            width=[_SECTORS_PER_LINE * w] * len(line_ids),
-            line=line_ids, first=[ln * memory.LINE_BYTES for ln in line_ids],
+            x=[x0 + (slot[ln] + (memory.SECTORS_PER_LINE - 1) / 2) * w for ln in line_ids],
+            width=[memory.SECTORS_PER_LINE * w] * len(line_ids),
+            line=list(line_ids), first=[ln * memory.LINE_BYTES for ln in line_ids],
             label=[f"@{ln * memory.LINE_BYTES} B" if few else "" for ln in line_ids])
 
         sector_x = dict(zip(sec["sector"], sec["x"], strict=True))
@@ -239,16 +235,6 @@ def _stride_sweep(element_bytes: int, offset: int) -> tuple[memory.GlobalLoad, .
     return tuple(memory.global_load(memory.strided(s, element_bytes=element_bytes,
                                                    offset=offset), element_bytes)
                  for s in SWEEP_STRIDES)
-
-
-def lane_ranges(values: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0–2, 5' (lanes are listed in ascending order)."""
-    parts, start = [], values[0]
-    for a, b in zip(values, [*values[1:], None], strict=True):
-        if b != a + 1:
-            parts.append(str(a) if a == start else f"{start}–{a}")
-            start = b
-    return ", ".join(parts)
 
 
 def coalescing_explorer(pattern: str = "stride", stride: int = 1, **kwargs) -> CoalescingExplorer:

@@ -128,11 +128,10 @@ class LatencyExplorer(Explorer):
         law = littles_law(c["gpu"].value, latency_ns=c["latency_ns"].value,
                           bytes_per_thread=c["bytes_per_thread"].value)
         self.law = law
-        per_scheduler_max = law.max_warps_per_sm / SCHEDULERS_PER_SM
         for s in self.saturation_spans:
             s.location = cv.saturation
         for s in self.limit_spans:
-            s.location = per_scheduler_max
+            s.location = law.max_warps_per_scheduler
         for fig in (self.figure_issue, self.figure_memory):
             fig.x_range.start = 0
             fig.x_range.end = span + 1

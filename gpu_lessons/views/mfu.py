@@ -10,7 +10,6 @@ mixed-precision training run (the seed's RTX 4090 example, erratum E6).
 from __future__ import annotations
 
 import html
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -20,8 +19,7 @@ from bokeh.plotting import figure
 from .. import _validate
 from .. import mfu as _mfu
 from ..hardware import catalog, gpu
-from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
-from ._base import fmt as _fmt
+from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, fmt, log_slider, slider
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,6 @@ class MfuExplorer(Explorer):
         if not isinstance(recompute, bool):
             raise TypeError(f"recompute must be True or False, got {recompute!r}")
         batch = _validate.integer("batch", batch, low=1, high=4096)
-        self._hold = False
 
         controls = {
             "preset": dropdown("model preset (sets the sliders)",
@@ -172,26 +169,16 @@ class MfuExplorer(Explorer):
         super().__init__(controls, [fig1, fig2, fig3], notes=notes)
 
     def _on_change(self, change):
-        if self._hold:
-            return
         if change["owner"] is self.controls["preset"]:
             self.apply_preset(change["new"])  # sets the sliders, then updates once
         else:
             self.update()
 
-    @contextmanager
-    def _holding(self):
-        self._hold = True
-        try:
-            yield
-        finally:
-            self._hold = False
-
     def apply_preset(self, key: str) -> None:
         """Set the shape sliders to preset ``key`` (one of :data:`PRESETS`)."""
         p = PRESETS[_validate.choice("preset", key, PRESETS)]
         c = self.controls
-        with self._holding():
+        with self.quietly():
             c["preset"].value = key
             d = c["d_model"]
             d.step = p.head_dim
@@ -254,8 +241,8 @@ class MfuExplorer(Explorer):
             component=labels, tflop=[v * 1e-12 for v in comps.values()],
             flops=[float(v) for v in comps.values()],
             flops_text=[fmt(v, "FLOP") for v in comps.values()],
-            share=[v / f.forward for v in comps.values()],
-            formula=[_mfu._FORMULAS[k] for k in comps])
+            share=[f.shares[k] for k in comps],
+            formula=[_mfu.FORMULAS[k] for k in comps])
 
         self.estimates.data = dict(
             estimate=list(ESTIMATES), gflop=[est.exact[0] * 1e-9, est.six_n[0] * 1e-9,
@@ -291,14 +278,6 @@ def mfu_explorer(model="gpt2-small", *, gpu="A100 SXM4 80GB", n_gpus=1, tokens_p
 
 
 # -- readout ------------------------------------------------------------------------------------
-
-def fmt(x: float, unit: str) -> str:
-    """SI format up to zetta: a large model's step is exa- or zetta-FLOPs (GPT-3: ~1e19)."""
-    for factor, prefix in ((1e21, "Z"), (1e18, "E")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return _fmt(x, unit)
-
 
 def _acc_text(acc: str) -> str:
     return "FP16-accumulate" if acc == "fp16" else "FP32-accumulate"

@@ -9,7 +9,6 @@ Every number comes from :mod:`gpu_lessons.occupancy`: the readout from :func:`oc
 from __future__ import annotations
 
 import html
-from contextlib import contextmanager
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource, HoverTool, Legend, Range1d, Span
@@ -53,7 +52,6 @@ class OccupancyExplorer(Explorer):
         carveout = _validate.integer("carveout", carveout, low=_occ.CARVEOUT_DEFAULT, high=100)
         if not isinstance(opt_in, bool):
             raise TypeError(f"opt_in must be True or False, got {opt_in!r}")
-        self._hold = False
 
         carveouts = sorted({*CARVEOUTS, carveout})
         controls = {
@@ -108,19 +106,6 @@ class OccupancyExplorer(Explorer):
                  "(CC ≥ 8.0) is added by the calculator.")
         super().__init__(controls, figs, notes=notes)
 
-    def _on_change(self, change):
-        if not self._hold:
-            self.update()
-
-    @contextmanager
-    def _holding(self):
-        """Change controls without each change recomputing everything."""
-        self._hold = True
-        try:
-            yield
-        finally:
-            self._hold = False
-
     def _args(self) -> dict:
         target = self.controls["target"].value
         kind, _, name = target.partition(":")
@@ -132,7 +117,7 @@ class OccupancyExplorer(Explorer):
         smem_ctl = c["shared_mem_per_block"]
         if smem_ctl.max != spec.shared_per_block_optin:
             # A smaller SM (CC 7.5: 64 KB) clamps the slider; that is the intended behaviour.
-            with self._holding():
+            with self.quietly():
                 smem_ctl.max = spec.shared_per_block_optin
         where = self._args()
         carveout = c["carveout"].value
@@ -187,9 +172,9 @@ def _target_options() -> list[tuple[str, str]]:
 def _target_key(cc, gpu) -> str:
     """The dropdown value for the factory's ``cc``/``gpu`` arguments (checked by the model)."""
     if gpu is not None:
-        spec, name = _occ._resolve(None, gpu)
+        _, name = _occ.resolve(gpu=gpu)
         return f"gpu:{name}"
-    spec, _ = _occ._resolve(cc, None)
+    spec, _ = _occ.resolve(cc)
     return f"cc:{spec.cc}"
 
 

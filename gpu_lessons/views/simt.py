@@ -11,14 +11,13 @@ from __future__ import annotations
 import html
 from collections import OrderedDict
 
-import ipywidgets as widgets
 import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from ..simt import KINDS, WARP_SIZE
 from ..simt_kernels import BRANCHES, KERNELS, TRANSPOSES, simulate
-from ._base import LAYOUT, PALETTE, STYLE, Explorer, slider
+from ._base import PALETTE, Explorer, dropdown, slider
 
 #: Block sizes offered; the reductions need a power of two.  1024 is left out: simulating its
 #: 32 warps takes longer than a slider should (about 0.1 s for a reduction).  The transposes always run
@@ -59,7 +58,6 @@ class SimtExplorer(Explorer):
                  iters: int = 4, order="ascending", block: int = 0, warp: int = 0,
                  colour_by: str = "instruction kind"):
         self._runs: OrderedDict = OrderedDict()
-        self._syncing = False
         self.run = None  # the KernelRun on screen
         self.cells = ColumnDataSource(dict(step=[], lane=[], color=[], label=[], kind=[],
                                            path=[], line=[], active=[], memory=[]))
@@ -80,19 +78,15 @@ class SimtExplorer(Explorer):
             ("source line", "@line"), ("active lanes", "@active of 32"), ("memory", "@memory")]))
         self.figure = fig
 
-        def dd(label, options, value):
-            return widgets.Dropdown(options=options, value=value, description=label,
-                                    style=STYLE, layout=LAYOUT)
-
         controls = {
-            "kernel": dd("teaching kernel", list(KERNELS), kernel),
-            "block_size": dd("block size (threads)", list(BLOCK_SIZES), block_size),
+            "kernel": dropdown("teaching kernel", list(KERNELS), kernel),
+            "block_size": dropdown("block size (threads)", list(BLOCK_SIZES), block_size),
             "iters": slider("path length", iters, 0, 16, unit="multiply-adds per branch"),
-            "order": dd("warp order (between barriers)", list(ORDERS), order),
+            "order": dropdown("warp order (between barriers)", list(ORDERS), order),
             # generous ranges until the first run says how many blocks and warps there are
             "block": slider("block", block, 0, max(block, 3), unit="linear index"),
             "warp": slider("warp", warp, 0, max(warp, 31), unit="index in the block"),
-            "colour_by": dd("colour cells by", list(COLOUR_BY), colour_by),
+            "colour_by": dropdown("colour cells by", list(COLOUR_BY), colour_by),
         }
         super().__init__(controls, [fig], notes=(
             "Each column is one warp instruction; grey cells are lanes masked off by a branch. "
@@ -100,10 +94,6 @@ class SimtExplorer(Explorer):
             "reconverge. Counts are the simulator's own instruction set, not SASS."))
 
     # -- state ----------------------------------------------------------------------------------
-
-    def _on_change(self, change):
-        if not self._syncing:  # slider ranges adjusted by _update must not recurse
-            self.update()
 
     def _kernel_run(self, kernel, block_size, iters, order):
         key = (kernel, block_size, iters, order)
@@ -124,12 +114,9 @@ class SimtExplorer(Explorer):
         r = self._kernel_run(kernel, c["block_size"].value, c["iters"].value, c["order"].value)
         sim = r.sim
         n_blocks = sim.grid.x * sim.grid.y * sim.grid.z
-        self._syncing = True
-        try:
+        with self.quietly():  # slider ranges adjusted here must not start another update
             c["block"].max = n_blocks - 1
             c["warp"].max = sim.warps_per_block - 1
-        finally:
-            self._syncing = False
         block, warp = c["block"].value, c["warp"].value
         self.run = r
         self._draw(sim, block, warp, c["colour_by"].value)

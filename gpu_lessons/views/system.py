@@ -13,8 +13,6 @@ Every bar and number comes from those models; the views only lay them out.
 
 from __future__ import annotations
 
-import contextlib
-
 import ipywidgets as widgets
 import numpy as np
 from bokeh.layouts import column, row
@@ -22,13 +20,16 @@ from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Span
 from bokeh.plotting import figure
 
 from .. import allocator, system
+from .._format import binary_bytes
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
 
-#: Colour of each kind of timeline bar (Okabe–Ito; grey for waiting).
-SEGMENT_COLOURS = {
-    "kernel": PALETTE[0], "launch": PALETTE[1], "graph launch": PALETTE[4],
-    "sync wait": "#A0A0A0", "forward": PALETTE[0], "backward": PALETTE[5],
-    "all-reduce": PALETTE[3],
+#: Colour and legend entry of each kind of timeline bar (``system.SEGMENT_KINDS``; Okabe–Ito,
+#: grey for waiting).
+SEGMENT_STYLES = {
+    "kernel": (PALETTE[0], "kernel"), "launch": (PALETTE[1], "launch"),
+    "graph launch": (PALETTE[4], "graph launch"), "sync": ("#A0A0A0", "sync wait"),
+    "forward": (PALETTE[0], "forward"), "backward": (PALETTE[5], "backward"),
+    "comm": (PALETTE[3], "all-reduce"),
 }
 
 MODE_LABELS = {"async": "async: launches overlap kernels",
@@ -39,21 +40,13 @@ BATCHES = np.unique(np.geomspace(1, 65536, 160).astype(np.int64))
 BATCH_CHOICES = tuple(2**k for k in range(17))
 
 
-def _segment_kind(label: str) -> str:
-    """The kind of a timeline bar from the model's label ("launch 3" → "launch")."""
-    if label.startswith("all-reduce"):
-        return "all-reduce"
-    if label.startswith("node"):
-        return "kernel"
-    return " ".join(w for w in label.split() if not any(ch.isdigit() for ch in w))
-
-
 def _gantt_data(timeline) -> dict:
     """Columns for the Gantt chart from the model's ``Segment`` bars (times as given)."""
-    kinds = [_segment_kind(s.label) for s in timeline]
+    styles = [SEGMENT_STYLES[s.kind] for s in timeline]
     return dict(lane=[s.lane for s in timeline], start=[s.start for s in timeline],
                 end=[s.end for s in timeline], label=[s.label for s in timeline],
-                kind=kinds, color=[SEGMENT_COLOURS.get(k, PALETTE[6]) for k in kinds],
+                kind=[s.kind for s in timeline], color=[c for c, _ in styles],
+                legend=[name for _, name in styles],
                 length=[s.end - s.start for s in timeline])
 
 
@@ -62,7 +55,7 @@ def _gantt(source, lanes, unit: str, width: int = 900, height: int = 200):
                  x_axis_label=f"time ({unit})", toolbar_location="above",
                  tools="xpan,xwheel_zoom,reset")
     bars = fig.hbar(y="lane", left="start", right="end", height=0.7, color="color",
-                    line_color="white", line_width=0.5, source=source, legend_field="kind")
+                    line_color="white", line_width=0.5, source=source, legend_field="legend")
     fig.add_tools(HoverTool(renderers=[bars], tooltips=[
         ("", "@label"), ("start", f"@start{{0,0.00}} {unit}"),
         ("end", f"@end{{0,0.00}} {unit}"), ("length", f"@length{{0,0.00}} {unit}")]))
@@ -85,12 +78,11 @@ class LaunchExplorer(Explorer):
     def __init__(self, *, n_kernels: int = 10, fixed_us: float = 2.0, per_item_us: float = 0.05,
                  batch: int = 32, mode: str = "async", figures: str = "H200",
                  launch_us: float | None = None, final_sync: bool = True):
-        self._syncing = False
         costs = system.launch_figures(figures)
         self.curves = ColumnDataSource(dict(batch=[], **{m: [] for m in system.MODES}))
         self.current = ColumnDataSource(dict(batch=[], utilisation=[], kernel_us=[]))
         self.bars = ColumnDataSource(dict(lane=[], start=[], end=[], label=[], kind=[],
-                                          color=[], length=[]))
+                                          color=[], legend=[], length=[]))
         curve = figure(x_axis_type="log", height=330, width=520,
                        x_axis_label="batch size (items, log scale)",
                        y_axis_label="GPU busy (% of step time)", y_range=(0, 105),
@@ -139,15 +131,10 @@ class LaunchExplorer(Explorer):
             "of the chosen system."))
 
     def _on_change(self, change):
-        if self._syncing:
-            return
         if change["owner"] is self.controls["figures"]:
             # a new system brings its own measured launch cost; one update for both changes
-            self._syncing = True
-            try:
+            with self.quietly():
                 self.controls["launch_us"].value = system.launch_figures(change["new"]).launch_us
-            finally:
-                self._syncing = False
         self.update()
 
     def _update(self):
@@ -222,7 +209,7 @@ class OverlapExplorer(Explorer):
                  gpus: int = 8, link: str = "pcie4", overlap: bool = True,
                  comm_sm_percent: float = 10, bucket_mib: float | None = None):
         self.bars = ColumnDataSource(dict(lane=[], start=[], end=[], label=[], kind=[],
-                                          color=[], length=[]))
+                                          color=[], legend=[], length=[]))
         self.breakdown = ColumnDataSource(dict(case=[], compute=[], sharing=[], exposed=[]))
         self.gantt_figure = _gantt(self.bars, ["comm", "compute"], "ms", width=980,
                                    height=210)
@@ -297,8 +284,9 @@ class OverlapExplorer(Explorer):
             f"Step <b>{run.step_ms:,.2f} ms</b> = compute {run.compute_ms:,.2f} ms + slowed by "
             f"SM sharing {run.slowdown_ms:,.2f} ms + <b>exposed communication "
             f"{run.exposed_comm_ms:,.2f} ms</b>. All-reduce: {len(run.buckets)} buckets, "
-            f"{run.comm_ms:,.2f} ms in all, {run.hidden_comm_ms:,.2f} ms of it hidden behind "
-            f"backward.<br>Overlap off: {runs[False].step_ms:,.2f} ms; overlap on: "
+            f"{run.comm_ms:,.2f} ms in all, {run.hidden_comm_ms:,.2f} ms of it "
+            f"({run.hidden_fraction:.0%}) hidden behind backward.<br>Overlap off: "
+            f"{runs[False].step_ms:,.2f} ms; overlap on: "
             f"{runs[True].step_ms:,.2f} ms.")
 
 
@@ -330,11 +318,8 @@ _TRACE_CACHE = 8
 
 
 def _bytes_text(nbytes) -> str:
-    """Bytes in GiB, MiB or KiB, whichever reads best."""
-    for unit, b in (("GiB", allocator.GiB), ("MiB", allocator.MiB), ("KiB", 1024)):
-        if abs(nbytes) >= b:
-            return f"{nbytes / b:,.2f} {unit}"
-    return f"{nbytes:,.0f} B"
+    """Bytes in GiB, MiB or KiB, whichever reads best, with two decimals."""
+    return binary_bytes(nbytes, ",.2f")
 
 
 class AllocatorExplorer(Explorer):
@@ -344,7 +329,6 @@ class AllocatorExplorer(Explorer):
                  n_requests: int = 200, n_steps: int = 3, vary_percent: int = 50,
                  capacity_gib: float = 20.0, page_tokens: int = allocator.BLOCK_TOKENS,
                  map_at: str = "peak reserved", event: int = 0):
-        self._syncing = False
         self._traces: dict = {}        # recent traces and comparisons, so moving the
         self._comparisons: dict = {}   # event slider or switching allocator only redraws
         self.blocks = ColumnDataSource(dict(start=[], end=[], row=[], color=[], state=[],
@@ -400,13 +384,9 @@ class AllocatorExplorer(Explorer):
         ts.y_range.start = 0
         self.series_figure = ts
 
-        def dd(label, options, value):
-            return widgets.Dropdown(options=options, value=value, description=label,
-                                    style=STYLE, layout=LAYOUT)
-
         controls = {
-            "policy": dd("allocator", list(ALLOCATORS), policy),
-            "trace": dd("request trace", list(TRACES), trace),
+            "policy": dropdown("allocator", list(ALLOCATORS), policy),
+            "trace": dropdown("request trace", list(TRACES), trace),
             "seed": slider("trace seed", seed, 0, 20),
             "n_requests": slider("serving: requests", n_requests, 10, 400, 10,
                                  unit="requests"),
@@ -414,9 +394,9 @@ class AllocatorExplorer(Explorer):
             "vary_percent": slider("training: activation size varies", vary_percent, 0, 90,
                                    5, unit="%"),
             "capacity_gib": log_slider("pool capacity", capacity_gib, -1, 2, unit="GiB"),
-            "page_tokens": dd("page size (KV tokens of OPT-13B)", list(PAGE_TOKENS),
+            "page_tokens": dropdown("page size (KV tokens of OPT-13B)", list(PAGE_TOKENS),
                               page_tokens),
-            "map_at": dd("memory map at", list(MAP_AT), map_at),
+            "map_at": dropdown("memory map at", list(MAP_AT), map_at),
             "event": slider("chosen event", event, 0, max(event, 400), unit="trace index"),
         }
         super().__init__(controls, [column(self.map_figure, self.series_figure)], notes=(
@@ -427,21 +407,10 @@ class AllocatorExplorer(Explorer):
             "wasted."))
 
     def _on_change(self, change):
-        if self._syncing:
-            return
         if change["owner"] is self.controls["event"]:
-            with self._sync():
+            with self.quietly():
                 self.controls["map_at"].value = MAP_AT[-1]  # moving the slider picks it
         self.update()
-
-    @contextlib.contextmanager
-    def _sync(self):
-        """Change controls from code without each change starting its own update."""
-        self._syncing = True
-        try:
-            yield
-        finally:
-            self._syncing = False
 
     def _trace_key(self) -> tuple:
         c = self.controls
@@ -468,7 +437,7 @@ class AllocatorExplorer(Explorer):
         c["n_steps"].disabled = c["vary_percent"].disabled = serving
         trace = self._trace()
         capacity = int(c["capacity_gib"].value * allocator.GiB)
-        page_bytes = c["page_tokens"].value * allocator.KV_BYTES_OPT_13B
+        page_bytes = allocator.page_bytes(c["page_tokens"].value)
         key = (self._trace_key(), capacity, page_bytes)
         if key not in self._comparisons:
             if len(self._comparisons) >= _TRACE_CACHE:
@@ -489,7 +458,7 @@ class AllocatorExplorer(Explorer):
             k = min(c["event"].value, n - 1)
         else:  # end of trace, or no out-of-memory to show
             k = n - 1
-        with self._sync():
+        with self.quietly():
             c["event"].max = n - 1
             c["event"].value = k
         if policy == "paged":

@@ -1,0 +1,84 @@
+"""The text helpers behind the models' reprs (``gpu_lessons._format``).
+
+References: strings written out by hand (SI and binary prefixes, 3 significant figures), and
+the HTML standard's escaping of ``<``, ``>``, ``&`` and quotes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpu_lessons._format import binary_bytes, html_table, percent, ratio, si
+
+
+@pytest.mark.parametrize(("value", "unit", "digits", "text"), [
+    (989.4e12, "FLOP/s", 3, "989 TFLOP/s"),
+    (989.4e12, "FLOP/s", 4, "989.4 TFLOP/s"),
+    (4.8e12, "B/s", 3, "4.8 TB/s"),
+    (1.23e19, "FLOP", 3, "12.3 EFLOP"),
+    (6.3e23, "FLOP", 3, "630 ZFLOP"),
+    (2e25, "FLOP", 3, "20 YFLOP"),
+    (999, "B", 3, "999 B"),
+    (1000, "B", 3, "1 kB"),
+    (0, "FLOP", 3, "0 FLOP"),
+    (-3.35e12, "B/s", 3, "-3.35 TB/s"),
+])
+def test_si_by_hand(value, unit, digits, text):
+    assert si(value, unit, digits) == text
+
+
+@given(st.floats(1.0, 1e26))
+def test_si_number_is_between_1_and_1000(x):
+    number = float(si(x, "B", 6).split()[0])
+    assert 1 <= number <= 1000
+
+
+@pytest.mark.parametrize(("fraction", "text"), [(0.462, "46.2 %"), (0.00378, "0.378 %"),
+                                                (1, "100 %"), (1.04, "104 %"), (0, "0 %")])
+def test_percent_by_hand(fraction, text):
+    assert percent(fraction) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.1666, "0.167"), (61.34, "61.3"),
+                                             (1024, "1,024"), (math.inf, "∞"), (99.96, "100")])
+def test_ratio_by_hand(value, text):
+    assert ratio(value) == text
+
+
+@pytest.mark.parametrize(("nbytes", "spec", "text"), [
+    (3 * 2**20, ",.4g", "3 MiB"),
+    (1536, ",.4g", "1.5 KiB"),
+    (100, ",.4g", "100 B"),
+    (1023, ",.4g", "1,023 B"),
+    (13_107_200, ",.2f", "12.50 MiB"),      # vLLM's 16-token page of OPT-13B
+    (32 * 1024, ",.1f", "32.0 KiB"),
+    (80 * 2**30, ",.4g", "80 GiB"),
+    (1500 * 2**30, ",.4g", "1,500 GiB"),
+])
+def test_binary_bytes_by_hand(nbytes, spec, text):
+    assert binary_bytes(nbytes, spec) == text
+
+
+def test_html_table_escapes_unless_told_not_to():
+    t = html_table("a < b", ("x", "y & z"), [(1, "<b>2</b>")])
+    assert t == ("<table><caption>a &lt; b</caption><tr><th>x</th><th>y &amp; z</th></tr>"
+                 "<tr><td>1</td><td>&lt;b&gt;2&lt;/b&gt;</td></tr></table>")
+    raw = html_table("MFU", ("", ""), [("<b>MFU</b>", "46.2 %")], escape=False)
+    assert raw == ("<table><caption>MFU</caption><tr><th></th><th></th></tr>"
+                   "<tr><td><b>MFU</b></td><td>46.2 %</td></tr></table>")
+    # no header: caption and rows only
+    assert html_table("t", None, [("k", "v")]) == \
+        "<table><caption>t</caption><tr><td>k</td><td>v</td></tr></table>"
+
+
+@given(st.lists(st.lists(st.text(max_size=8), min_size=1, max_size=4), max_size=5))
+def test_html_table_keeps_every_cell(rows):
+    t = html_table("c", None, rows)
+    cells = re.findall(r"<td>(.*?)</td>", t, flags=re.S)
+    assert [html.unescape(c) for c in cells] == [c for r in rows for c in r]

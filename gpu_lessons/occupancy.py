@@ -344,7 +344,7 @@ def _blocks_text(blocks: int) -> str:
 
 
 def _kb(nbytes: int) -> str:
-    return f"{nbytes // 1024} KB" if nbytes % 1024 == 0 else f"{nbytes:,} B"
+    return f"{nbytes // 1024} KiB" if nbytes % 1024 == 0 else f"{nbytes:,} B"
 
 
 def occupancy(cc=None, *, gpu=None, threads_per_block, registers_per_thread,

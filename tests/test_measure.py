@@ -254,7 +254,7 @@ def test_cpu_bad_input(call, error, name):
 
 # -- the skip path ---------------------------------------------------------------------------
 
-NO_CUPY = "No CUDA GPU (CuPy not installed) — skipped; the model's prediction above stands."
+NO_CUPY = "No CUDA GPU (CuPy not installed) — skipped; the rest of this notebook runs without it."
 
 
 @pytest.fixture
@@ -277,7 +277,7 @@ def test_skip_line_when_switched_off(monkeypatch, capsys):
     monkeypatch.setenv("GPU_LESSONS_NO_GPU", "1")
     assert on_gpu(gpu_bandwidth, "copy") is None
     assert capsys.readouterr().out == ("No CUDA GPU (GPU_LESSONS_NO_GPU is set) — skipped; "
-                                       "the model's prediction above stands.\n")
+                                       "the rest of this notebook runs without it.\n")
 
 
 def _fake_cupy(count=1, fail=False):

@@ -106,7 +106,7 @@ def test_missing_sync_reports_races():
     assert f"{len(races)} races" in e.readout.value
     assert "differs from NumPy" in e.readout.value
     e.controls["kernel"].value = "reduce_sequential"
-    assert "no races found" in e.readout.value and "matches NumPy" in e.readout.value
+    assert "No races found" in e.readout.value and "matches NumPy" in e.readout.value
 
 
 def test_extreme_controls_never_raise():

@@ -383,3 +383,15 @@ def test_allocator_map_never_overlaps(policy, seed, capacity, event):
     k = e.event
     assert _map_total(e) <= e.run.reserved[k] * e.scale * (1 + 1e-9)
     assert e.run.used[k] <= e.run.reserved[k]
+
+
+def test_overlap_bucket_menu_shows_its_default_entry():
+    # ipywidgets treats value=None as "no selection": the menu must still show the entry
+    # "one per layer" (whose value is None) rather than an empty box.
+    from gpu_lessons.views.system import overlap_explorer
+
+    menu = overlap_explorer().controls["bucket_mib"]
+    assert menu.label == "one per layer" and menu.value is None
+    assert overlap_explorer(bucket_mib=25).controls["bucket_mib"].label.startswith("25 MiB")
+    with pytest.raises(ValueError, match="bucket_mib must be one of"):
+        overlap_explorer(bucket_mib=7)

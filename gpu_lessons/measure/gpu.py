@@ -45,8 +45,8 @@ from .timing import (
     time_host,
 )
 
-SKIP_LINE = "No CUDA GPU ({why}) — skipped; the model's prediction above stands."
-FAIL_LINE = "GPU measurement failed ({why}) — skipped; the model's prediction above stands."
+SKIP_LINE = "No CUDA GPU ({why}) — skipped; the rest of this notebook runs without it."
+FAIL_LINE = "GPU measurement failed ({why}) — skipped; the rest of this notebook runs without it."
 
 _MiB, _GiB = 2**20, 2**30
 

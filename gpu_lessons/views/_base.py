@@ -25,8 +25,8 @@ from .._format import si
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 #: Control width that fits a label with its unit.
-STYLE = {"description_width": "190px"}
-LAYOUT = widgets.Layout(width="460px")
+STYLE = {"description_width": "250px"}
+LAYOUT = widgets.Layout(width="540px")
 
 
 class Explorer(widgets.VBox):
@@ -47,7 +47,7 @@ class Explorer(widgets.VBox):
         if notes:
             header.append(widgets.HTML(f"<small>{notes}</small>"))
         grid = widgets.GridBox(list(controls.values()),
-                               layout=widgets.Layout(grid_template_columns="repeat(2, 470px)"))
+                               layout=widgets.Layout(grid_template_columns="repeat(2, 550px)"))
         self._bokeh = [BokehModel(f) for f in figures]
         plots = widgets.HBox(self._bokeh)
         super().__init__([*header, grid, self.readout, self.warning, plots])

@@ -101,7 +101,7 @@ class OccupancyExplorer(Explorer):
             figs.append(fig)
         self.result = None
         notes = ("Dots: occupancy at each value with the other two inputs fixed, coloured by the "
-                 "binding limit; the red marker is the current configuration. Shared memory is "
+                 "binding limit; the orange marker is the current configuration. Shared memory is "
                  "what the kernel asks for (static + dynamic); the 1 KB per-block reservation "
                  "(CC ≥ 8.0) is added by the calculator.")
         super().__init__(controls, figs, notes=notes)

@@ -22,6 +22,9 @@ from .. import roofline as _roofline
 from ..hardware import PRECISIONS, catalog, gpu
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, fmt
 
+#: Measured points: black, then vermillion, reddish purple, sky blue (Okabe-Ito, as PALETTE).
+MEASURED_COLOURS = (PALETTE[7], PALETTE[3], PALETTE[4], PALETTE[5])
+
 #: The x axis: from a streaming FP64 kernel (0.08 FLOP/byte) past FP8 prefill attention at 64 K
 #: tokens (≈ 6.5e4 FLOP/byte).
 INTENSITY_RANGE = (1e-2, 1e5)
@@ -184,8 +187,9 @@ class RooflineExplorer(Explorer):
             labels = [str(n) for n in name]
             if len(labels) != xs.size:
                 raise ValueError(f"name has {len(labels)} entries for {xs.size} points")
-        if color is None:
-            color = PALETTE[7]
+        if color is None:  # each call gets its own colour, so two measurements stay apart
+            calls = len(dict.fromkeys(self.measured.data["name"]))
+            color = MEASURED_COLOURS[calls % len(MEASURED_COLOURS)]
         elif not isinstance(color, str):
             raise TypeError(f"color must be a CSS colour string such as '#D55E00', got {color!r}")
         old = self.measured.data

@@ -161,7 +161,7 @@ class SimtExplorer(Explorer):
         spr = (f"{t.sectors_per_request:.2f} sectors/request" if t.global_requests
                else "no global loads or stores")
         races = (f"<b>{len(sim.races)} races</b> (e.g. {html.escape(str(sim.races[0]))})"
-                 if sim.races else "no races found")
+                 if sim.races else "No races found")
         verdict = "output matches NumPy" if r.correct else "<b>output differs from NumPy</b>"
         self.set_readout(
             f"{sim.kernel}&lt;&lt;&lt;({g.x}, {g.y}, {g.z}), ({b.x}, {b.y}, {b.z})"

@@ -198,6 +198,14 @@ def _link_label(name: str) -> str:
     return f"{name} ({system.LINKS[name][0] / 1e9:,.1f} GB/s per direction)"
 
 
+def _bucket_index(bucket_mib) -> int:
+    sizes = [v for _, v in BUCKETS]
+    if bucket_mib not in sizes:
+        raise ValueError(f"bucket_mib must be one of {sizes} (None = one bucket per layer), "
+                         f"got {bucket_mib!r}")
+    return sizes.index(bucket_mib)
+
+
 BUCKETS = (("one per layer", None), ("25 MiB (DDP default)", 25), ("100 MiB", 100),
            ("400 MiB", 400))
 
@@ -245,7 +253,10 @@ class OverlapExplorer(Explorer):
                                         description="overlap all-reduce with backward"),
             "comm_sm_percent": slider("SMs taken by comm kernels", comm_sm_percent, 0, 95,
                                       unit="%"),
-            "bucket_mib": widgets.Dropdown(options=list(BUCKETS), value=bucket_mib,
+            # index=, not value=: ipywidgets reads value=None as "nothing selected", which would
+            # hide the "one per layer" entry whose value is None.
+            "bucket_mib": widgets.Dropdown(options=list(BUCKETS),
+                                           index=_bucket_index(bucket_mib),
                                            description="gradient bucket (MiB)", style=STYLE,
                                            layout=LAYOUT),
         }

@@ -54,8 +54,12 @@ from ._format import html_table
 #: figure the course's lesson outline uses for H100 HBM; replace it with a measured one
 #: (``latency_ns=``) where you have it.
 DEFAULT_LATENCY_NS = 600.0
-LATENCY_SOURCE = ("course round figure for loaded HBM latency (lesson outline, notebook 01); "
-                  "pass latency_ns= with a measured value for a specific GPU")
+LATENCY_SOURCE = ("a round figure for HBM latency under load: a pointer chase on an H200 "
+                  "measured 340 ns unloaded (docs/measured/h200.md), and queueing at full "
+                  "bandwidth adds to it; pass latency_ns= with a measured value for a given GPU")
+#: Load-to-use latency measured on an H200 by pointer chasing (one thread, dependent loads;
+#: tools/device/pointer_chase.py, docs/measured/h200.md): L1, L2 (near partition), HBM3e.
+H200_UNLOADED_LATENCY_NS = {"L1": 22.0, "L2": 143.0, "HBM": 340.0}
 #: Warp schedulers per SM: 4 processing blocks per SM on Volta, Turing, Ampere, Ada and
 #: Hopper, each dispatching one warp instruction per clock (NVIDIA architecture whitepapers).
 SCHEDULERS_PER_SM = 4

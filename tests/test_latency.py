@@ -225,3 +225,17 @@ def test_bad_input_elsewhere():
     with pytest.raises(ValueError, match="max_warps"):
         L.curve(0, alu_per_load=1, latency=10)
     assert math.isfinite(L.DEFAULT_LATENCY_NS) and L.LATENCY_SOURCE
+
+
+def test_h200_latencies_match_the_recorded_pointer_chase():
+    import json
+    from pathlib import Path
+
+    from gpu_lessons.latency import H200_UNLOADED_LATENCY_NS
+
+    rows = json.loads((Path(__file__).parent / "data" / "h200_pointer_chase.json")
+                      .read_text())["rows"]
+    by_size = {r["footprint_bytes"]: r["ns_per_hop"] for r in rows}
+    assert H200_UNLOADED_LATENCY_NS["L1"] == pytest.approx(by_size[16 << 10], rel=0.05)
+    assert H200_UNLOADED_LATENCY_NS["L2"] == pytest.approx(by_size[8 << 20], rel=0.05)
+    assert H200_UNLOADED_LATENCY_NS["HBM"] == pytest.approx(by_size[4 << 30], rel=0.05)

@@ -49,6 +49,13 @@ def positive(name: str, value) -> float:
     return real(name, value, low=0.0, low_open=True)
 
 
+def flag(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return value
+
+
 def choice(name: str, value, allowed: Iterable):
     """Return ``value`` if it is one of ``allowed``."""
     allowed = list(allowed)

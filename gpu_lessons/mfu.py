@@ -84,12 +84,6 @@ FORMULAS = {
 
 # -- argument checks ---------------------------------------------------------------------------
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return value
-
-
 def _heads(d_model: int, n_heads, n_kv_heads, head_dim) -> tuple[int, int, int]:
     """Check and complete (H, K, d): query heads, key/value heads, head size."""
     n_heads = _validate.integer("n_heads", n_heads, low=1)
@@ -258,7 +252,7 @@ def transformer_flops(batch, seq_len, d_model, n_layers, d_ff, vocab_size, n_hea
     L = _validate.integer("n_layers", n_layers, low=1)
     i = _validate.integer("d_ff", d_ff, low=1)
     V = _validate.integer("vocab_size", vocab_size, low=1)
-    gated = _flag("gated_mlp", gated_mlp)
+    gated = _validate.flag("gated_mlp", gated_mlp)
     H, K, d = _heads(h, n_heads, n_kv_heads, head_dim)
     mlp = 2 * b * s * h * i * L
     return TransformerFlops(
@@ -343,9 +337,9 @@ def parameter_count(*, d_model, n_layers, d_ff, vocab_size, n_heads=None, gated_
     i = _validate.integer("d_ff", d_ff, low=1)
     V = _validate.integer("vocab_size", vocab_size, low=1)
     P = _validate.integer("n_positions", n_positions, low=0)
-    gated = _flag("gated_mlp", gated_mlp)
-    bias = _flag("bias", bias)
-    tied = _flag("tied_embeddings", tied_embeddings)
+    gated = _validate.flag("gated_mlp", gated_mlp)
+    bias = _validate.flag("bias", bias)
+    tied = _validate.flag("tied_embeddings", tied_embeddings)
     _validate.choice("norm", norm, ("layernorm", "rmsnorm"))
     if n_heads is None:
         if n_kv_heads is not None or head_dim is not None:
@@ -445,7 +439,7 @@ def compare_estimates(seq_lens, *, d_model, n_layers, d_ff, vocab_size, n_heads,
     if not seq_lens:
         raise ValueError("seq_lens must not be empty")
     seq_lens = tuple(_validate.integer("seq_lens item", s, low=1) for s in seq_lens)
-    _flag("include_lm_head", include_lm_head)
+    _validate.flag("include_lm_head", include_lm_head)
     params = parameter_count(d_model=d_model, n_layers=n_layers, d_ff=d_ff,
                              vocab_size=vocab_size, n_heads=n_heads, gated_mlp=gated_mlp,
                              n_kv_heads=n_kv_heads, head_dim=head_dim, bias=bias, norm=norm)
@@ -491,7 +485,7 @@ def megatron_training_flops(batch, seq_len, n_layers, d_model, vocab_size, *,
     l = _validate.integer("n_layers", n_layers, low=1)
     h = _validate.integer("d_model", d_model, low=1)
     V = _validate.integer("vocab_size", vocab_size, low=1)
-    if _flag("recompute", recompute):
+    if _validate.flag("recompute", recompute):
         return 96.0 * b * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     return 72.0 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
 
@@ -632,7 +626,7 @@ def mfu(flops, *, gpu, tokens_per_s=None, steps_per_s=None, tokens_per_step=None
 
     MFU = tokens/s x model FLOPs per token / (n_gpus x peak); HFU the same with hardware FLOPs.
     """
-    recompute = _flag("recompute", recompute)
+    recompute = _validate.flag("recompute", recompute)
     if isinstance(flops, TransformerFlops):
         if steps_per_s is not None and tokens_per_step is None:
             tokens_per_step = flops.tokens
@@ -686,7 +680,7 @@ def mlp_flops(seq_len, d_model, d_ff, *, gated=False, batch=1) -> int:
     h = _validate.integer("d_model", d_model, low=1)
     i = _validate.integer("d_ff", d_ff, low=1)
     b = _validate.integer("batch", batch, low=1)
-    return (6 if _flag("gated", gated) else 4) * b * s * h * i
+    return (6 if _validate.flag("gated", gated) else 4) * b * s * h * i
 
 
 def seed_training_flops(forward_flops) -> float:
@@ -698,7 +692,7 @@ def training_flops(forward_flops, *, recompute=False) -> float:
     """Training = forward + backward = 3 x forward (backward ≈ 2 x forward; Kaplan et al.
     2020 §2.1); full activation recomputation adds another forward: 4 x (hardware FLOPs)."""
     f = _validate.real("forward_flops", forward_flops, low=0)
-    return (4.0 if _flag("recompute", recompute) else 3.0) * f
+    return (4.0 if _validate.flag("recompute", recompute) else 3.0) * f
 
 
 def seed_achieved_flops(sequences_per_s, flops_per_token) -> float:

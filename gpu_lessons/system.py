@@ -77,12 +77,6 @@ class Segment(NamedTuple):
     kind: str
 
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return value
-
-
 def _nonneg(name: str, value) -> float:
     return _validate.real(name, value, low=0.0)
 
@@ -225,7 +219,7 @@ def kernel_sequence(n_kernels: int, kernel_us: float, *, mode: str = "async",
     n = _validate.integer("n_kernels", n_kernels, low=1, high=100_000)
     d = _validate.positive("kernel_us", kernel_us)
     _validate.choice("mode", mode, MODES)
-    _flag("final_sync", final_sync)
+    _validate.flag("final_sync", final_sync)
     o, r, g, c = _costs(figures, launch_us, sync_us, graph_launch_us, graph_node_us)
     step = float(_step_us(n, d, mode, o, r, g, c, final_sync))
 
@@ -352,7 +346,7 @@ def batch_sweep(batch_sizes, *, fixed_us: float, per_item_us: float, n_kernels: 
         raise ValueError("fixed_us and per_item_us are both 0: the kernel would take no time")
     n = _validate.integer("n_kernels", n_kernels, low=1, high=10_000_000)
     _validate.choice("mode", mode, MODES)
-    _flag("final_sync", final_sync)
+    _validate.flag("final_sync", final_sync)
     o, r, g, c = _costs(figures, launch_us, sync_us, graph_launch_us, graph_node_us)
     d = fixed + per * b.astype(float)
     step = _step_us(n, d, mode, o, r, g, c, final_sync)
@@ -642,7 +636,7 @@ def training_step(forward_ms, backward_ms=None, grad_bytes=0.0, *, gpus: int,
     fwd, bwd, grads = (np.broadcast_to(a, (n,)).tolist() for a in (fwd, bwd, grads))
     p = _validate.integer("gpus", gpus, low=1, high=1_000_000)
     bw = _link(link_bandwidth)
-    _flag("overlap", overlap)
+    _validate.flag("overlap", overlap)
     f = _validate.real("comm_sm_fraction", comm_sm_fraction, low=0.0, high=0.95)
     alpha = _nonneg("latency_us", latency_us)
     cap = None if bucket_bytes is None else _validate.positive("bucket_bytes", bucket_bytes)

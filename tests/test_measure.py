@@ -694,3 +694,19 @@ def test_kernel_sources_compile_for_hopper(tmp_path):
     # the shared-memory kernels hold 2048 elements of 4, 8 and 16 bytes (8, 16, 32 KiB)
     for size in (8192, 16384, 32768):
         assert f"{size} bytes smem" in out.stderr
+
+
+def test_bandwidth_as_a_roofline_point():
+    # A triad over 1 MiB float arrays: 262,144 elements x 2 FLOPs = 524,288 FLOPs; it moved
+    # 3 MiB (two reads, one write) in 1 ms -> 1/6 FLOP/byte and 0.524 GFLOP/s.
+    from gpu_lessons.measure import Bandwidth, Timing
+
+    timing = Timing(samples=(1e-3,), warmup=0, method="test")
+    run = Bandwidth("dev", "triad", 3 * 2**20, timing, array_bytes=2**20)
+    intensity, rate = run.roofline_point(2, 4)
+    assert intensity == pytest.approx(1 / 6)
+    assert rate == pytest.approx(524_288 / 1e-3)
+    with pytest.raises(ValueError, match="array_bytes"):
+        Bandwidth("dev", "copy", 10, timing).roofline_point(2, 4)
+    with pytest.raises(ValueError, match="flops_per_element"):
+        run.roofline_point(0, 4)

@@ -220,10 +220,7 @@ def cpu_roofline(*, array_bytes: int | None = None, n: int = 2048,
         bar.update(1, "triad")
         gemm = cpu_gemm(n, budget_s=budget_s)
         bar.update(1, "GEMM")
-    elements = triad.array_bytes // 8
-    triad_flops = 2.0 * elements
-    points = (("triad (NumPy)", triad_flops / triad.bytes_moved,
-               triad_flops / triad.timing.median),
+    points = (("triad (NumPy)", *triad.roofline_point(2, 8)),
               (gemm.name, gemm.intensity, gemm.flops_per_s))
     return RooflinePoints(cpu_label(), gemm.flops_per_s, triad.bytes_per_s, points)
 

@@ -261,6 +261,17 @@ class Bandwidth:
     def gbps(self) -> float:
         return gb_per_s(self.bytes_moved, self.timing.median)
 
+    def roofline_point(self, flops_per_element: float, element_bytes: int) -> tuple[float, float]:
+        """``(intensity FLOP/byte, FLOP/s)`` of this run as a roofline point, for a kernel doing
+        ``flops_per_element`` FLOPs per element of ``array_bytes`` (a triad: 2, one multiply-add).
+        """
+        _validate.positive("flops_per_element", flops_per_element)
+        _validate.integer("element_bytes", element_bytes, low=1)
+        if not self.array_bytes:
+            raise ValueError("roofline_point needs array_bytes (the size of one array)")
+        flops = flops_per_element * (self.array_bytes // element_bytes)
+        return flops / self.bytes_moved, flops / self.timing.median
+
     def fraction_of(self, peak_bytes_per_s: float) -> float:
         """Achieved / ``peak_bytes_per_s`` (e.g. a catalog GPU's ``.bandwidth``)."""
         return self.bytes_per_s / _validate.positive("peak_bytes_per_s", peak_bytes_per_s)

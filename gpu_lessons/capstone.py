@@ -62,38 +62,39 @@ WAVEFRONTS_PER_SM_PER_CYCLE = 1
 
 # -- H200 measurements (docs/measured/h200.md; raw samples in tests/data/h200_measurements.json) --
 
-_RUN = "H200 SXM, CuPy 14.2 / CUDA 13.2, 2026-11-29 17:27 UTC"
+_RUN = "H200 SXM, CuPy 14.2 / CUDA 13.2, 2026-11-29 19:13 UTC"
 
 #: H200 measurements the lessons quote (notebooks 07, 09, 10): median seconds per run, or bytes/s
 #: for the bandwidths, each with its table in docs/measured/h200.md.  The raw samples are in
 #: tests/data/h200_measurements.json.
 H200_MEASURED = {
     "strided_copy_4_stride8": (
-        533.504e-6, f"strided_copy_4 (float), stride 8, 62,914,560 elements out, median of 20 "
+        520.752e-6, f"strided_copy_4 (float), stride 8, 62,914,560 elements out, median of 20 "
                     f"({_RUN}); docs/measured/h200.md, '4-byte elements by stride'"),
     "strided_copy_4_stride1": (
-        134.624e-6, f"strided_copy_4 (float), stride 1, 62,914,560 elements out, median of 20 "
+        131.280e-6, f"strided_copy_4 (float), stride 1, 62,914,560 elements out, median of 20 "
                     f"({_RUN}); docs/measured/h200.md, '4-byte elements by stride'"),
     "transpose_tiled": (
-        335.152e-6, f"transpose_tiled, 8192 x 8192 floats, median of 20 ({_RUN}); "
+        334.512e-6, f"transpose_tiled, 8192 x 8192 floats, median of 20 ({_RUN}); "
                     "docs/measured/h200.md, 'The SIMT lesson's kernels'"),
     "transpose_tiled_padded": (
-        152.896e-6, f"transpose_tiled_padded, 8192 x 8192 floats, median of 20 ({_RUN}); "
+        152.592e-6, f"transpose_tiled_padded, 8192 x 8192 floats, median of 20 ({_RUN}); "
                     "docs/measured/h200.md, 'The SIMT lesson's kernels'"),
     "sgemm_8192": (
-        21.755312e-3, f"cupy.matmul FP32 8192^3 (cuBLAS), normal data, median of 20 ({_RUN}); "
+        21.678544e-3, f"cupy.matmul FP32 8192^3 (cuBLAS), normal data, full clock, median of 30 "
+                      f"({_RUN}); "
                       "docs/measured/h200.md, 'Matrix multiply'"),
     "hgemm_8192": (
-        1.585312e-3, f"cupy.matmul FP16 8192^3 (cuBLAS, FP32 accumulate), normal data, median "
-                     f"of 20 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
+        1.439424e-3, f"cupy.matmul FP16 8192^3 (cuBLAS, FP32 accumulate), normal data, full "
+                     f"clock, median of 30 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
     "hgemm_1024": (
-        31.088e-6, f"cupy.matmul FP16 1024^3 (cuBLAS, FP32 accumulate), normal data, median of "
-                   f"20 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
+        27.456e-6, f"cupy.matmul FP16 1024^3 (cuBLAS, FP32 accumulate), normal data, full "
+                   f"clock, median of 30 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
     "triad_bandwidth": (
-        4233.5e9, f"triad_f4 (a = b + s*c), 960 MiB arrays, bytes/s ({_RUN}); "
+        4346.0e9, f"triad_f4 (a = b + s*c), 960 MiB arrays, bytes/s ({_RUN}); "
                   "docs/measured/h200.md, 'Streaming bandwidth'"),
     "copy_bandwidth": (
-        4198e9, f"copy_f4, 960 MiB arrays, bytes/s ({_RUN}); docs/measured/h200.md, "
+        4205e9, f"copy_f4, 960 MiB arrays, bytes/s ({_RUN}); docs/measured/h200.md, "
                 "'Streaming bandwidth'"),
 }
 
@@ -662,9 +663,10 @@ cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, B, CUDA_R_16F, n,
         cost=costs.gemm(n, n, n, dtype="fp16"),
         seconds=_measured("hgemm_8192"), measured=True,
         time_source="measured: " + H200_MEASURED["hgemm_8192"][1],
-        fix=("nothing big left in this kernel: 70 % of a peak that assumes a 1830 MHz tensor "
-             "clock is about what cuBLAS sustains on this GPU. Do fewer FLOPs, or move to FP8 "
-             "(a 2× higher roof) if the model tolerates it"))
+        fix=("nothing big left in this kernel: about 75 % of a peak that assumes a 1830 MHz "
+             "tensor clock is what cuBLAS reaches on this GPU at full clock (and about 65 % once "
+             "the 700 W power cap pulls the clock to ~1,440 MHz). Do fewer FLOPs, or move to "
+             "FP8 (a 2× higher roof) if the model tolerates it"))
     out["sgemm"] = MysteryKernel(
         key="sgemm", title="Single-precision matrix multiply (cuBLAS)",
         code=r"""
@@ -701,7 +703,7 @@ x    = x + (silu(x @ W_gate) * (x @ W_up)) @ W_down;"""
                    f"{kv_dtype.upper()} KV cache, batch {batch}, context {context:,}"),
             cost=cost, seconds=cost.bytes / bw, measured=False,
             time_source=("model-derived: the layer's bytes (weights once, every K and V cache "
-                         "entry once) at the copy bandwidth measured on an H200 (4,198 GB/s); "
+                         "entry once) at the copy bandwidth measured on an H200 (4,205 GB/s); "
                          "a real decode step adds launch gaps and is slower"))
 
     out["decode_layer"] = replace(
@@ -789,7 +791,7 @@ __global__ void fused(const float* x, float* y, Params p, long n) {
         * 1e-6,
         measured=False,
         time_source=("model-derived: gpu_lessons.system.kernel_sequence for one launch and a "
-                     f"sync ({launches}); one pass over 8 MiB at the measured 4,198 GB/s"),
+                     f"sync ({launches}); one pass over 8 MiB at the measured 4,205 GB/s"),
         launches=1, gpu_busy_seconds=fused_cost.bytes / bw,
         launch_overhead_s=fig.launch_us * 1e-6)
     out["kernel_chain"] = MysteryKernel(
@@ -806,7 +808,7 @@ torch.cuda.synchronize()""",
         measured=False,
         time_source=("model-derived: gpu_lessons.system.kernel_sequence (launches back to back, "
                      f"one sync at the end; {launches}); each kernel {per_kernel * 1e6:.2f} µs of "
-                     "GPU work, its 8 MiB at the measured 4,198 GB/s"),
+                     "GPU work, its 8 MiB at the measured 4,205 GB/s"),
         launches=chain, gpu_busy_seconds=chain * per_kernel,
         launch_overhead_s=fig.launch_us * 1e-6,
         fix=("launch less: fuse the ten operations into one kernel (one read of x, one write of "

@@ -116,6 +116,24 @@ class GPU:
             return None
         return compute_peak(self.sms, clock * 1e6, per_clk)
 
+    def peak_flops_at_clock(self, precision: str, sm_mhz: float) -> float | None:
+        """The dense peak if the SMs ran at ``sm_mhz``: peaks scale with the clock.
+
+        The datasheet's tensor-core peaks assume ``tensor_boost_mhz`` (1,830 MHz on the H100
+        and H200), its CUDA-core peaks ``boost_mhz``.  A GPU at its power limit runs slower
+        than either, and this is the peak it can reach there.  None if the catalog lacks the
+        rated clock or the precision.
+        """
+        _validate.choice("precision", precision, PRECISIONS)
+        sm_mhz = _validate.positive("sm_mhz", sm_mhz)
+        tensor = precision not in ("fp32", "fp64")
+        rated = (self.tensor_boost_mhz if tensor else None) or self.boost_mhz
+        try:
+            peak = self.peak_flops(precision)
+        except ValueError:
+            return None
+        return None if rated is None else peak * sm_mhz / rated
+
     def beta_from_bus(self) -> float | None:
         """DRAM bandwidth from first principles: bus width (bytes) x data rate (transfers/s).
 

@@ -82,13 +82,13 @@ def _raw_simt(name):
     ("copy_bandwidth", lambda: RAW["copy"]["bytes_moved"] / _median(RAW["copy"]["timing"])),
 ])
 def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
-    # copy bandwidth is quoted to 4 significant figures (4,198 GB/s), times to 5-6
+    # copy bandwidth is quoted to 4 significant figures (4,205 GB/s), times to 5-6
     assert H200_MEASURED[key][0] == pytest.approx(raw(), rel=2e-4)
     assert "docs/measured/h200.md" in H200_MEASURED[key][1]
 
 
-@pytest.mark.parametrize("text", ["335.2 µs", "152.9 µs", "4,198 GB/s", "943", "3,739", "50.5",
-                                  "693.6", "69.1", "4,234 GB/s"])
+@pytest.mark.parametrize("text", ["334.5 µs", "152.6 µs", "4,205 GB/s", "966", "3,824", "50.7",
+                                  "763.9", "78.2", "4,346 GB/s"])
 def test_the_measurement_report_prints_the_figures_the_capstone_uses(text):
     assert text in DOC
 
@@ -114,63 +114,63 @@ def test_at_least_five_kernels_cover_all_three_verdicts():
 def test_aos_field_is_memory_bound_with_wasted_sectors():
     # load: lanes 32 B apart -> 32 distinct sectors (1024 B) for 128 B asked; store: 128
     # contiguous aligned bytes -> 4 sectors.  Traffic factor (1024 + 128) / (128 + 128) = 4.5.
-    # Useful bytes 62,914,560 x 8 = 503,316,480; moved 4.5x = 2,264,924,160 B in 533.504 µs
-    # = 4.245 TB/s = 88.4 % of 4.8 TB/s >= 60 % -> memory-bound (DRAM).
+    # Useful bytes 62,914,560 x 8 = 503,316,480; moved 4.5x = 2,264,924,160 B in 520.752 µs
+    # = 4.349 TB/s = 90.6 % of 4.8 TB/s >= 60 % -> memory-bound (DRAM).
     ev = evidence("aos_field")
     assert ev.traffic_factor == pytest.approx(4.5)
     assert [s for _, s, _ in ev.global_sectors] == [32, 4]
-    assert ev.dram_fraction == pytest.approx(503_316_480 * 4.5 / 533.504e-6 / BETA, rel=1e-6)
-    assert ev.dram_fraction == pytest.approx(0.8845, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(503_316_480 * 4.5 / 520.752e-6 / BETA, rel=1e-6)
+    assert ev.dram_fraction == pytest.approx(0.9061, abs=1e-3)
     d = diagnose("aos_field")
     assert (d.verdict, d.limiter) == ("memory-bound", "DRAM")
     assert "step 1" in d.route
-    # after SoA: 4 sectors per request, 503,316,480 B in 134.624 µs = 3.739 TB/s = 77.9 %
+    # after SoA: 4 sectors per request, 503,316,480 B in 131.280 µs = 3.834 TB/s = 79.9 %
     assert d.after.evidence.traffic_factor == 1
-    assert d.after.evidence.dram_fraction == pytest.approx(0.779, abs=1e-3)
-    assert d.speedup == pytest.approx(533.504 / 134.624, rel=1e-4)
+    assert d.after.evidence.dram_fraction == pytest.approx(0.799, abs=1e-3)
+    assert d.speedup == pytest.approx(520.752 / 131.280, rel=1e-4)
 
 
 def test_transpose_tiled_is_bound_by_shared_memory_bank_conflicts():
     # tile[32][32] floats: a column read puts all 32 lanes in bank 0 -> 32 wavefronts; a row
     # store is conflict-free -> 1.  Each happens 8192² / 32 = 2,097,152 times.  At one
-    # wavefront per SM per cycle: 33 x 2,097,152 / (132 x 1.98 GHz) = 264.8 µs, 79.0 % of the
-    # measured 335.152 µs.  DRAM: 2 x 8192² x 4 B = 536,870,912 B / 335.152 µs = 33.4 %.
+    # wavefront per SM per cycle: 33 x 2,097,152 / (132 x 1.98 GHz) = 264.8 µs, 79.2 % of the
+    # measured 334.512 µs.  DRAM: 2 x 8192² x 4 B = 536,870,912 B / 334.512 µs = 33.4 %.
     ev = evidence("transpose_tiled")
     assert [w for _, w, _ in ev.shared_wavefronts] == [1, 32]
     assert ev.smem_seconds == pytest.approx(33 * 2_097_152 / (SMS * CLOCK), rel=1e-9)
-    assert ev.smem_fraction == pytest.approx(0.790, abs=1e-3)
-    assert ev.dram_fraction == pytest.approx(536_870_912 / 335.152e-6 / BETA, rel=1e-6)
+    assert ev.smem_fraction == pytest.approx(0.7916, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(536_870_912 / 334.512e-6 / BETA, rel=1e-6)
     # 256 threads, 28 registers, 4 KB + 1 KB reserved: 8 blocks = 64 warps, as the CUDA runtime
     # reported for this kernel in the same H200 run
     assert ev.occupancy.blocks_per_sm == 8
     d = diagnose("transpose_tiled")
     assert (d.verdict, d.limiter) == ("memory-bound", "shared memory")
-    # padded: 2 x 2,097,152 wavefronts = 16.0 µs (10.5 % of 152.896 µs); DRAM 536,870,912 B
-    # in 152.896 µs = 3.511 TB/s = 73.2 %: the bottleneck moved to DRAM
+    # padded: 2 x 2,097,152 wavefronts = 16.0 µs (10.5 % of 152.592 µs); DRAM 536,870,912 B
+    # in 152.592 µs = 3.518 TB/s = 73.3 %: the bottleneck moved to DRAM
     after = d.after
     assert [w for _, w, _ in after.evidence.shared_wavefronts] == [1, 1]
     assert after.evidence.smem_fraction == pytest.approx(0.105, abs=1e-3)
     assert (after.verdict, after.limiter) == ("memory-bound", "DRAM")
-    assert after.evidence.dram_fraction == pytest.approx(0.7315, abs=1e-3)
+    assert after.evidence.dram_fraction == pytest.approx(0.7330, abs=1e-3)
 
 
 def test_sgemm_is_compute_bound_on_the_cuda_cores():
-    # 2 x 8192³ = 1,099,511,627,776 FLOP in 21.755 ms = 50.54 TFLOP/s = 75.5 % of 66.9
+    # 2 x 8192³ = 1,099,511,627,776 FLOP in 21.679 ms = 50.72 TFLOP/s = 75.8 % of 66.9
     flops = 2 * 8192**3
     ev = evidence("sgemm")
     assert ev.flops == flops
-    assert ev.compute_fraction == pytest.approx(flops / 21.755312e-3 / PI_FP32, rel=1e-6)
+    assert ev.compute_fraction == pytest.approx(flops / 21.678544e-3 / PI_FP32, rel=1e-6)
     d = diagnose("sgemm")
     assert d.verdict == "compute-bound" and "CUDA cores" in d.limiter
-    # the fix changes the roof: FP16 tensor cores, 1.585 ms measured = 13.7x
-    assert d.speedup == pytest.approx(21.755312 / 1.585312, rel=1e-6)
+    # the fix changes the roof: FP16 tensor cores, 1.439 ms measured = 15.1x
+    assert d.speedup == pytest.approx(21.678544 / 1.439424, rel=1e-6)
     assert d.after.verdict == "compute-bound"
 
 
 def test_hgemm_is_compute_bound_near_the_tensor_roof():
-    # 1,099,511,627,776 FLOP in 1.585312 ms = 693.6 TFLOP/s = 70.1 % of 989
+    # 1,099,511,627,776 FLOP in 1.439424 ms (full clock) = 763.9 TFLOP/s = 77.2 % of 989
     ev = evidence("hgemm")
-    assert ev.compute_fraction == pytest.approx(0.7013, abs=1e-3)
+    assert ev.compute_fraction == pytest.approx(0.7724, abs=1e-3)
     # compulsory intensity 2N/(3 x 2 B) = 2730.7 FLOP/byte, ridge 989/4.8 = 206
     assert ev.intensity == pytest.approx(2 * 8192 / 6)
     assert ev.ridge_point == pytest.approx(989 / 4.8)
@@ -189,7 +189,7 @@ def test_decode_layer_bytes_and_verdict():
     k = mystery("decode_layer")
     assert k.cost.bytes == 1_479_675_904
     assert k.cost.flops == 4_311_744_512
-    assert k.seconds == pytest.approx(1_479_675_904 / 4198e9, rel=1e-3)
+    assert k.seconds == pytest.approx(1_479_675_904 / 4205e9, rel=1e-3)
     d = diagnose(k)
     assert (d.verdict, d.limiter) == ("memory-bound", "DRAM")
     assert d.evidence.roofline_side == "memory-bound"
@@ -217,19 +217,19 @@ def test_register_hog_is_latency_bound_by_too_few_warps():
     d = diagnose("register_hog")
     assert (d.verdict, d.limiter) == ("latency-bound", "too few warps")
     # fixed: 32 registers -> 64 warps/SM; with float4 loads the latency model exceeds the DRAM,
-    # so the measured copy bandwidth sets the time: 536,870,912 B / 4198 GB/s
+    # so the measured copy bandwidth sets the time: 536,870,912 B / 4205 GB/s
     assert d.after.evidence.occupancy.warps_per_sm == 64
-    assert d.after.evidence.seconds == pytest.approx(536_870_912 / 4198e9, rel=1e-3)
+    assert d.after.evidence.seconds == pytest.approx(536_870_912 / 4205e9, rel=1e-3)
     assert d.after.verdict == "memory-bound"
 
 
 def test_kernel_chain_is_launch_bound_and_stays_so_when_fused():
-    # each kernel: 2^20 floats in and out = 8,388,608 B / 4198 GB/s = 1.998 µs of GPU work.
+    # each kernel: 2^20 floats in and out = 8,388,608 B / 4205 GB/s = 1.995 µs of GPU work.
     # H200 launch figures (facts: ≈ 4.7 µs back-to-back, ≈ 9.8 µs synced -> 5.1 µs round trip).
     # Launches every 4.7 µs > 1.998 µs, so the GPU waits for the CPU: the last kernel is
-    # launched at 10 x 4.7 = 47 µs, runs 1.998 µs, and the sync returns 5.1 µs later:
-    # 54.1 µs.  GPU busy 19.98 / 54.1 = 36.9 %; DRAM 83,886,080 B / 54.1 µs = 32.3 % < 60 %.
-    per = 8_388_608 / 4198e9
+    # launched at 10 x 4.7 = 47 µs, runs 1.995 µs, and the sync returns 5.1 µs later:
+    # 54.1 µs.  GPU busy 19.95 / 54.1 = 36.9 %; DRAM 83,886,080 B / 54.1 µs = 32.3 % < 60 %.
+    per = 8_388_608 / 4205e9
     k = mystery("kernel_chain")
     assert k.seconds == pytest.approx(10 * 4.7e-6 + per + 5.1e-6, rel=1e-3)
     ev = evidence(k)
@@ -303,7 +303,7 @@ def test_gemm_story_numbers():
     # again (the bottleneck moved)
     assert tc.bound == "memory-bound" and tc.cost.intensity == pytest.approx(63.5, abs=0.1)
     # 128 x 256: A read N/256 times, B N/128 times: (N³/256 + N³/128 + N²) x 2 B = 13.02 GB ->
-    # 2.712 ms at 4.8 TB/s; cuBLAS measured 1.585 ms, faster than this DRAM-only bound because
+    # 2.712 ms at 4.8 TB/s; cuBLAS measured 1.439 ms, faster than this DRAM-only bound because
     # L2 serves part of the re-reads
     assert tc256.cost.bytes == (n**3 // 256 + n**3 // 128 + n**2) * 2
     assert tc256.seconds == pytest.approx(13_019_119_616 / BETA)
@@ -358,7 +358,7 @@ def test_roofline_points_are_the_kernels_with_flops():
     assert "aos_field" not in names and "transpose_tiled" not in names
     i = names.index("hgemm")
     assert xs[i] == pytest.approx(2 * 8192 / 6)
-    assert ys[i] == pytest.approx(2 * 8192**3 / 1.585312e-3)
+    assert ys[i] == pytest.approx(2 * 8192**3 / 1.439424e-3)
     assert capstone.roofline_points("sgemm")[0] == ["sgemm"]
 
 

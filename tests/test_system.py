@@ -86,12 +86,14 @@ def test_h200_figures_match_measurements():
     cmp = S.compare_modes(1000, 0.01, figures="H200")
     assert cmp["async"].per_kernel_us == pytest.approx(4.7, rel=0.05)
     assert cmp["sync"].per_kernel_us == pytest.approx(9.8, rel=0.05)
-    if MEASURED.exists():   # the raw record of a later run on the same machine
+    if MEASURED.exists():   # the raw record of a later run of the same kind of machine
         raw = json.loads(MEASURED.read_text())["launch"]
+        # back-to-back and synced launches moved by up to a third between the five recorded
+        # runs (4.2-6.2 µs and 9.4-11.6 µs, docs/measured/h200.md); a graph node did not
         assert cmp["async"].per_kernel_us == pytest.approx(
-            _median_us(raw["back_to_back"]["samples"]), rel=0.10)
+            _median_us(raw["back_to_back"]["samples"]), rel=0.35)
         assert cmp["sync"].per_kernel_us == pytest.approx(_median_us(raw["synced"]["samples"]),
-                                                          rel=0.10)
+                                                          rel=0.20)
         assert cmp["graph"].per_kernel_us == pytest.approx(_median_us(raw["graph"]["samples"]),
                                                            rel=0.10)
 

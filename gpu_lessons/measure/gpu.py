@@ -508,22 +508,32 @@ def gpu_size_sweep(array_bytes: Sequence[int] | None = None, **kw) -> Staircase:
 
 # -- strided and misaligned access vs the memory model -------------------------------------
 
+#: Consecutive warps whose traffic is counted together (see :func:`predicted_traffic`).
+NEIGHBOUR_WARPS = 32
+
+
 def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
                       fetch_bytes: int = 32) -> dict:
-    """Bytes one warp of the strided copy needs and moves, by the memory model.
+    """Bytes one warp of the strided copy needs and moves from DRAM, by the memory model.
 
     The copy kernel does ``dst[i] = src[i*stride + offset]``: 32 lanes read one element each
     at ``(offset + lane*stride) * element_bytes`` and write one element each contiguously.
     *Useful* bytes are what the program asked for: 32 elements read + 32 written.  *Moved*
-    bytes are whole 32-byte sectors, counted by ``gpu_lessons.memory.global_load`` for the
-    read and for the write (stores move sectors the same way).  At stride 1 the two are
+    bytes are whole 32-byte sectors, found by ``gpu_lessons.memory.global_load`` for each
+    warp's read and write (stores move sectors the same way).  At stride 1 the two are
     equal, so ``useful / moved`` scales the stride-1 bandwidth to a prediction.
 
-    ``fetch_bytes`` > 32 models DRAM traffic instead of L1's: on a miss, L2 fetches
-    ``fetch_bytes`` aligned bytes from DRAM (the CUDA runtime's
-    ``cudaLimitMaxL2FetchGranularity``, 64 B by default on the H200 this was measured on), so
-    the moved bytes are the distinct ``fetch_bytes`` blocks the warp's sectors fall in.  It
-    matters once lanes are 64 bytes or more apart and only one sector of each block is used.
+    DRAM traffic is what limits a copy this large, so the sectors are counted as DRAM sees
+    them: over :data:`NEIGHBOUR_WARPS` consecutive warps, per warp.  Neighbouring warps run
+    at about the same time and L2 keeps a sector until the neighbour asks for it, so a sector
+    two warps share (a misaligned copy's boundary) moves once.  ``sectors_read`` is still
+    the first warp's own count, the number Nsight Compute reports per request.
+
+    ``fetch_bytes`` > 32: on a miss L2 fetches ``fetch_bytes`` aligned bytes from DRAM (the
+    CUDA runtime's ``cudaLimitMaxL2FetchGranularity``: 64 B on the H200 in
+    ``docs/measured/h200.md``), so the moved bytes are the distinct ``fetch_bytes`` blocks the
+    sectors fall in.  It matters once lanes are 64 bytes or more apart and each uses only one
+    sector of its block.
     """
     from ..memory import global_load, strided
 
@@ -531,16 +541,19 @@ def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
     element_bytes = _validate.choice("element_bytes", element_bytes, tuple(kernels.ELEMENT_TYPES))
     offset = _validate.integer("offset", offset, low=0, high=1 << 20)
     fetch_bytes = _validate.choice("fetch_bytes", fetch_bytes, (32, 64, 128))
-    reads = global_load(strided(stride, element_bytes=element_bytes, offset=offset * element_bytes),
-                        bytes_per_thread=element_bytes)
-    writes = global_load(strided(1, element_bytes=element_bytes), bytes_per_thread=element_bytes)
+    eb = element_bytes
+    reads = [global_load(strided(stride, element_bytes=eb, offset=(offset + 32 * w * stride) * eb),
+                         bytes_per_thread=eb) for w in range(NEIGHBOUR_WARPS)]
+    writes = [global_load(strided(1, element_bytes=eb, offset=32 * w * eb), bytes_per_thread=eb)
+              for w in range(NEIGHBOUR_WARPS)]
 
-    def moved(load) -> int:
-        return fetch_bytes * len(load.block_ids(fetch_bytes))
+    def moved(loads) -> float:
+        blocks = set().union(*(load.block_ids(fetch_bytes) for load in loads))
+        return fetch_bytes * len(blocks) / len(loads)
 
-    useful = 2 * 32 * element_bytes
+    useful = 2 * 32 * eb
     total = moved(reads) + moved(writes)
-    return {"sectors_read": int(reads.sectors), "sectors_written": int(writes.sectors),
+    return {"sectors_read": int(reads[0].sectors), "sectors_written": int(writes[0].sectors),
             "useful_bytes": useful, "moved_bytes": total, "useful_over_moved": useful / total}
 
 
@@ -610,12 +623,16 @@ class AccessSweep:
 
 
 def access_sweep_from_raw(raw: dict, reference_gbps: float | None = None, *,
-                          fetch_bytes: int = 32) -> AccessSweep:
+                          fetch_bytes: int | None = None) -> AccessSweep:
     """Measured useful GB/s per point and the memory model's prediction beside it.
 
     ``fetch_bytes=32`` predicts with the memory model's 32-byte sectors alone;
-    ``fetch_bytes=64`` also counts the 64-byte blocks L2 fetches from DRAM.
+    ``fetch_bytes=64`` also counts the 64-byte blocks L2 fetches from DRAM.  The default is
+    the L2 fetch granularity the CUDA runtime reported during the measurement (32 if the
+    raw result does not say).
     """
+    if fetch_bytes is None:
+        fetch_bytes = raw.get("l2_fetch_granularity") or 32
     eb, n = int(raw["element_bytes"]), int(raw["n_elements"])
     pattern = _validate.choice("pattern", raw["pattern"], ("stride", "offset"))
     xs, measured, preds = [], [], []
@@ -843,8 +860,15 @@ def bank_sweep(strides: Sequence[int] = DEFAULT_BANK_STRIDES, *, element_bytes: 
 _GEMM_DTYPES = {"fp32": ("float32", 4), "fp16": ("float16", 2), "bf16": ("bfloat16", 2)}
 
 
+GEMM_MODES = ("burst", "sustained")
+
+
 def gemm_from_raw(raw: dict) -> FlopRate:
-    """``2·n³`` FLOPs per product; minimum traffic ``3·n²`` elements; catalog peak if known."""
+    """``2·n³`` FLOPs per product; minimum traffic ``3·n²`` elements; catalog peak if known.
+
+    Where the raw run read the SM clock, the rate is also set against the peak at that clock
+    (``FlopRate.clock_peak_flops``), and ``conditions`` says how the GPU was.
+    """
     n, precision = int(raw["n"]), raw["precision"]
     _validate.choice("precision", precision, tuple(_GEMM_DTYPES))
     size = _GEMM_DTYPES[precision][1]
@@ -855,29 +879,67 @@ def gemm_from_raw(raw: dict) -> FlopRate:
             peak = g.peak_flops(precision)
         except ValueError:
             peak = None
+    clock = raw.get("clock")
+    conditions, clock_peak = [], None
+    rounds = raw.get("rounds", 1)
+    each = f" (each of {rounds} allocations)" if rounds > 1 else ""
+    if raw.get("mode") == "burst":
+        conditions.append(f"timed after {raw['rest_s']:g} s idle{each}")
+    elif raw.get("mode") == "sustained":
+        conditions.append(f"timed after {raw['sustain_s']:g} s of back-to-back products{each}")
+    if clock:
+        lo, hi = clock["sm_mhz_min"], clock["sm_mhz_max"]
+        span = f"{lo:,.0f} MHz" if lo == hi else f"{lo:,.0f}-{hi:,.0f} MHz"
+        limits = ", ".join(clock["reasons"]) or "nothing"
+        conditions.append(f"SM clock {span}, held back by {limits}")
+        if g is not None:
+            clock_peak = g.peak_flops_at_clock(precision, clock["sm_mhz_median"])
     return FlopRate(raw["device"], f"GEMM {n}x{n}x{n} {precision} (cuBLAS)", 2.0 * n**3,
-                    3.0 * n * n * size, Timing.from_raw(raw["timing"]), peak)
+                    3.0 * n * n * size, Timing.from_raw(raw["timing"]), peak,
+                    "; ".join(conditions), clock_peak)
 
 
-def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 20,
-                     budget_s: float = 2.0, data: str = "normal") -> dict:
+def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 10,
+                     rounds: int = 3, budget_s: float = 2.0, data: str = "normal",
+                     mode: str = "burst", rest_s: float = 1.0, sustain_s: float = 2.0) -> dict:
     """Time ``cupy.matmul`` (cuBLAS) on random n x n matrices; check rows against FP32.
 
-    ``data``: ``"normal"`` (standard normal) or ``"uniform"`` (uniform in [0, 1)).  A GPU's
-    power draw, and so its clock near the power limit, depends on the data, so the rate can
-    move by a few percent with it; never time on zeros.
+    ``mode`` decides what the rate means, because a tensor-core product draws more power
+    than a GPU may use for long (an H200 at its 700 W limit drops from 1,980 MHz to about
+    1,400 MHz within a tenth of a second of back-to-back FP16 products):
+
+    * ``"burst"`` (default) idles ``rest_s`` seconds, so the clock is back at full speed,
+      then times ``repeats`` products: the rate the chip reaches at full clock, to set
+      against the datasheet peak.
+    * ``"sustained"`` first runs products back to back for ``sustain_s`` seconds, then
+      times: the rate a long training run sees.
+
+    This is done in ``rounds`` rounds, each on newly drawn matrices in new memory, and the
+    timings are pooled: on the H200 the same product ran 3-6 % slower on some allocations
+    than on others at the same clock (``docs/measured/h200.md``), so one allocation can be
+    unlucky.  The SM clock, power, temperature and limit reasons are read through NVML
+    during every timed product (``clock`` in the result; None where NVML is missing).
+    ``data``: ``"normal"`` (standard normal) or ``"uniform"`` (uniform in [0, 1)).  Never
+    time on zeros.
     """
     _validate.choice("precision", precision, tuple(_GEMM_DTYPES))
     n = _validate.integer("n", n, low=16, high=32768)
+    repeats = _validate.integer("repeats", repeats, low=1, high=10_000)
+    rounds = _validate.integer("rounds", rounds, low=1, high=20)
     _validate.choice("data", data, ("normal", "uniform"))
+    _validate.choice("mode", mode, GEMM_MODES)
+    rest_s = _validate.real("rest_s", rest_s, low=0.0, high=60.0)
+    sustain_s = _validate.real("sustain_s", sustain_s, low=0.0, high=600.0)
     cp = _cupy()
     from ..env import match_catalog
+    from .nvml import Nvml, summarize
 
     dtype_name, size = _GEMM_DTYPES[precision]
+    need = rounds * 3 * n * n * size + 4 * n * n
     free = cp.cuda.runtime.memGetInfo()[0]
-    if 3 * n * n * size + 4 * n * n > free // 2:
-        raise ValueError(f"n={n}: the matrices need {format_bytes(3 * n * n * size)}, more than "
-                         f"half the free GPU memory ({format_bytes(free)})")
+    if need > free // 2:
+        raise ValueError(f"n={n}, rounds={rounds}: the matrices need {format_bytes(need)}, more "
+                         f"than half the free GPU memory ({format_bytes(free)})")
     if dtype_name == "bfloat16":
         try:
             import ml_dtypes  # CuPy >= 14 takes NumPy's bfloat16 from ml_dtypes
@@ -889,28 +951,54 @@ def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 2
         dtype = getattr(cp, dtype_name)
     rng = cp.random.default_rng(2)
     draw = rng.standard_normal if data == "normal" else rng.random
-    a = draw((n, n), dtype=cp.float32).astype(dtype)
-    b = draw((n, n), dtype=cp.float32).astype(dtype)
-    c = cp.empty((n, n), dtype=dtype)
+    nvml = Nvml.for_bus_id(cp.cuda.Device().pci_bus_id)
+    readings, samples, errors, kept = [], [], [], []
 
-    def run():
-        cp.matmul(a, b, out=c)
-    run()
-    rows = min(n, 128)
-    ref = a[:rows].astype(cp.float32) @ b.astype(cp.float32)
-    err = float(cp.linalg.norm(c[:rows].astype(cp.float32) - ref) / cp.linalg.norm(ref))
-    if not err < 5e-2:
-        raise RuntimeError(f"GEMM {precision} result wrong: relative error {err:.2e}")
-    timing = time_cuda(run, warmup=3, repeats=repeats, budget_s=budget_s)
+    def read_clock():  # the product is queued or running: read the clock it runs at
+        readings.append(nvml.sample())
+
+    for _ in range(rounds):
+        a = draw((n, n), dtype=cp.float32).astype(dtype)
+        b = draw((n, n), dtype=cp.float32).astype(dtype)
+        c = cp.empty((n, n), dtype=dtype)
+        kept.append((a, b, c))  # held until the end, so the next round lands elsewhere
+
+        def run(a=a, b=b, c=c):
+            cp.matmul(a, b, out=c)
+        run()
+        rows = min(n, 128)
+        ref = a[:rows].astype(cp.float32) @ b.astype(cp.float32)
+        errors.append(float(cp.linalg.norm(c[:rows].astype(cp.float32) - ref)
+                            / cp.linalg.norm(ref)))
+        if not errors[-1] < 5e-2:
+            raise RuntimeError(f"GEMM {precision} result wrong: relative error {errors[-1]:.2e}")
+        cp.cuda.Device().synchronize()
+        if mode == "burst":
+            time.sleep(rest_s)
+        else:
+            start = time.perf_counter()
+            while time.perf_counter() - start < sustain_s:
+                run()
+                cp.cuda.Device().synchronize()
+        t = time_cuda(run, warmup=1, repeats=repeats, budget_s=budget_s,
+                      while_running=read_clock if nvml is not None else None)
+        samples.extend(t.samples)
     name = _device_name(cp)
     sms = int(cp.cuda.runtime.deviceGetAttribute(DEVICE_ATTRIBUTES["multiprocessor_count"],
                                                  cp.cuda.Device().id))
+    timing = Timing(tuple(samples), 1, "CUDA events")
     return {"device": name, "catalog_name": match_catalog(name, sms), "precision": precision,
-            "n": n, "data": data, "timing": timing.to_raw(), "relative_error": err}
+            "n": n, "data": data, "mode": mode, "rest_s": rest_s, "sustain_s": sustain_s,
+            "rounds": rounds, "timing": timing.to_raw(), "clock": summarize(readings),
+            "relative_error": max(errors)}
 
 
 def gemm_flops(precision: str = "fp16", n: int = 8192, **kw) -> FlopRate:
-    """Matrix-multiply rate (cuBLAS via ``cupy.matmul``), with the catalog peak beside it."""
+    """Matrix-multiply rate (cuBLAS via ``cupy.matmul``), with the catalog peak beside it.
+
+    ``mode="burst"`` (default) is the rate at full clock; ``mode="sustained"`` the rate
+    once the GPU has settled at its power limit (see :func:`measure_gemm_raw`).
+    """
     return gemm_from_raw(measure_gemm_raw(precision, n, **kw))
 
 

@@ -149,12 +149,15 @@ def time_host(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 10,
 
 
 def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 20,
-              budget_s: float = 2.0, stream=None) -> Timing:
+              budget_s: float = 2.0, stream=None,
+              while_running: Callable[[], object] | None = None) -> Timing:
     """Time GPU work ``fn()`` with CUDA events recorded on ``stream`` (default: current).
 
     Events are recorded on the GPU's own timeline around the work, so host-side launch cost
     and Python overhead before the work starts are not counted (CUDA C++ Best Practices
-    Guide §8.1.2, "Using CUDA GPU Timers").  Needs CuPy.
+    Guide §8.1.2, "Using CUDA GPU Timers").  ``while_running()``, if given, is called after
+    each timed run is queued and before waiting for it (to read the clock it runs at);
+    it cannot stretch the timing.  Needs CuPy.
     """
     import cupy
 
@@ -172,6 +175,8 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 20,
         start_ev.record(stream)
         fn()
         end_ev.record(stream)
+        if while_running is not None:
+            while_running()
         end_ev.synchronize()
         samples.append(max(cupy.cuda.get_elapsed_time(start_ev, end_ev) * 1e-3, 1e-9))
         if time.perf_counter() - start > budget_s and len(samples) >= min(MIN_REPEATS, repeats):
@@ -302,6 +307,8 @@ class FlopRate:
 
     ``min_bytes`` is the least traffic the operation needs (each input read once, the output
     written once), so ``intensity = flops / min_bytes`` places the run on a roofline plot.
+    ``conditions`` says how the GPU was when it ran (rested or busy, its SM clock);
+    ``clock_peak_flops`` is the peak scaled to the clock it ran at, when that was read.
     """
 
     device: str
@@ -310,6 +317,8 @@ class FlopRate:
     min_bytes: float
     timing: Timing
     peak_flops: float | None = None  # the reference peak in FLOP/s, if known
+    conditions: str = ""
+    clock_peak_flops: float | None = None
 
     @property
     def flops_per_s(self) -> float:
@@ -337,6 +346,17 @@ class FlopRate:
         """``(intensity FLOP/byte, FLOP/s)``: where this run sits on a roofline plot."""
         return self.intensity, self.flops_per_s
 
+    @property
+    def fraction_of_clock_peak(self) -> float | None:
+        """The rate over the peak at the SM clock the run was read at (None if not read)."""
+        return None if not self.clock_peak_flops else self.flops_per_s / self.clock_peak_flops
+
+    def _clock_text(self) -> str:
+        if not self.clock_peak_flops:
+            return ""
+        return (f"{100 * self.fraction_of_clock_peak:.0f} % of {self.clock_peak_flops / 1e12:,.1f}"
+                f" TFLOP/s at the clock it ran at")
+
     def _rate_text(self) -> str:
         if self.tflops >= 1:
             return f"{self.tflops:,.1f} TFLOP/s"
@@ -346,9 +366,10 @@ class FlopRate:
         peak = ""
         if self.peak_flops:
             peak = f", {100 * self.fraction_of_peak:.0f} % of {self.peak_flops / 1e12:,.1f} TFLOP/s"
+        extra = "".join(f"; {t}" for t in (self._clock_text(), self.conditions) if t)
         return (f"{self.device} {self.name}: {self._rate_text()} ({format_seconds(self.timing.median)}"
                 f" per run, median of {self.timing.repeats}{peak}; intensity "
-                f"{self.intensity:,.1f} FLOP/byte)")
+                f"{self.intensity:,.1f} FLOP/byte{extra})")
 
     def _repr_html_(self) -> str:
         rows = [("rate", self._rate_text()), ("FLOPs per run", f"{self.flops:.4g}"),
@@ -357,4 +378,8 @@ class FlopRate:
         if self.peak_flops:
             rows.append(("of peak", f"{100 * self.fraction_of_peak:.0f} % of "
                                     f"{self.peak_flops / 1e12:,.1f} TFLOP/s"))
+        if self.clock_peak_flops:
+            rows.append(("of peak at its clock", self._clock_text()))
+        if self.conditions:
+            rows.append(("conditions", self.conditions))
         return html_table(f"{self.device}: {self.name}", ("quantity", "value"), rows)

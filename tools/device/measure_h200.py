@@ -47,21 +47,58 @@ def meta():
             "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
             "nvidia_smi": smi, "nvidia_smi_header": _cmd(["nvidia-smi"]).splitlines()[:4],
             "cpu": cpu.cpu_label(), "cores": os.cpu_count(), "kernel": platform.release(),
-            "cupy_tf32": os.environ.get("CUPY_TF32", "")}
+            "cupy_tf32": os.environ.get("CUPY_TF32", ""),
+            "gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+            "script": "tools/device/measure_h200.py"}
 
 
 def _gemm_all():
+    """Every precision and size at full clock (``mode="burst"``: 1 s idle before timing)."""
     runs = []
     for precision, sizes in (("fp32", (2048, 4096, 8192)),
                              ("fp16", (1024, 2048, 4096, 8192, 16384)),
                              ("bf16", (1024, 2048, 4096, 8192, 16384))):
         for n in sizes:
             try:
-                runs.append(gpu.measure_gemm_raw(precision, n, repeats=20, budget_s=2.0))
+                runs.append(gpu.measure_gemm_raw(precision, n, mode="burst"))
             except Exception as exc:
                 runs.append({"precision": precision, "n": n, "error": repr(exc)[:500]})
             print(f"    gemm {precision} n={n} done", flush=True)
     return runs
+
+
+def _gemm_sustained():
+    """8192^3 after 2 s of back-to-back products: the rate at the power limit."""
+    return [gpu.measure_gemm_raw(p, 8192, mode="sustained", repeats=20)
+            for p in ("fp32", "fp16", "bf16")]
+
+
+def _torch_gemm(torch, dtype, n, mode):
+    """PyTorch's ``a @ b`` timed the way ``measure_gemm_raw`` times CuPy's."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
+    b = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
+    c = torch.empty(n, n, device="cuda", dtype=dtype)
+    torch.matmul(a, b, out=c)
+    torch.cuda.synchronize()
+    if mode == "burst":
+        time.sleep(1.0)
+    else:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 2.0:
+            torch.matmul(a, b, out=c)
+            torch.cuda.synchronize()
+    torch.matmul(a, b, out=c)  # one warm-up, as time_cuda does
+    samples = []
+    for _ in range(10 if mode == "burst" else 20):
+        s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s0.record()
+        torch.matmul(a, b, out=c)
+        s1.record()
+        s1.synchronize()
+        samples.append(s0.elapsed_time(s1) * 1e-3)
+    return {"timing": {"samples": samples, "warmup": 1, "method": "torch.cuda.Event"},
+            "mode": mode, "n": n}
 
 
 def _gemm_extra():
@@ -72,25 +109,9 @@ def _gemm_extra():
         import torch
 
         for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
-            n = 8192
-            g = torch.Generator(device="cuda").manual_seed(0)
-            a = torch.randn(n, n, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(n, n, device="cuda", dtype=dtype, generator=g)
-            c = torch.empty(n, n, device="cuda", dtype=dtype)
-            for _ in range(3):
-                torch.matmul(a, b, out=c)
-            torch.cuda.synchronize()
-            samples = []
-            for _ in range(20):
-                s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s0.record()
-                torch.matmul(a, b, out=c)
-                s1.record()
-                s1.synchronize()
-                samples.append(s0.elapsed_time(s1) * 1e-3)
-            out["torch"].append({"precision": name, "n": n, "torch": torch.__version__,
-                                 "timing": {"samples": samples, "warmup": 3,
-                                            "method": "torch.cuda.Event"}})
+            for mode in ("burst", "sustained"):
+                out["torch"].append({"precision": name, "torch": torch.__version__,
+                                     **_torch_gemm(torch, dtype, 8192, mode)})
     except Exception as exc:
         out["torch_error"] = repr(exc)[:500]
     out["nvidia_smi_after"] = _cmd(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,"
@@ -131,6 +152,7 @@ SECTIONS = {
                                for eb, g in ((4, 32), (4, 128), (8, 32), (16, 32))],
     "bank": _bank_all,
     "gemm": _gemm_all,
+    "gemm_sustained": _gemm_sustained,
     "gemm_extra": _gemm_extra,
     "launch": gpu.measure_launch_raw,
     "transfers": gpu.measure_transfers_raw,
@@ -147,14 +169,14 @@ def summary(result):
             if k in result:
                 b = gpu.bandwidth_from_raw(result[k])
                 lines.append(f"{k}: {b.gbps:,.0f} GB/s = {100 * b.gbps / 4800:.1f} % of 4800")
-    for g in result.get("gemm", []):
+    for g in result.get("gemm", []) + result.get("gemm_sustained", []):
         if "error" in g:
             lines.append(f"gemm {g['precision']} n={g['n']}: ERROR {g['error'][:100]}")
         else:
             r = gpu.gemm_from_raw(g)
             pct = f"{100 * r.fraction_of_peak:.0f} %" if r.peak_flops else "?"
-            lines.append(f"gemm {g['precision']} n={g['n']}: {r.tflops:,.1f} TFLOP/s ({pct}),"
-                         f" err {g['relative_error']:.1e}")
+            lines.append(f"gemm {g['precision']} n={g['n']} {g['mode']}: {r.tflops:,.1f} TFLOP/s"
+                         f" ({pct}), err {g['relative_error']:.1e}; {r.conditions}")
     for sweep in result.get("stride", []) + result.get("offset", []) + \
             result.get("stride_l2fetch", []):
         n, eb = sweep["n_elements"], sweep["element_bytes"]
@@ -175,7 +197,8 @@ def summary(result):
         lines.append(f"gemm uniform {g['precision']}: {gpu.gemm_from_raw(g).tflops:,.1f} TFLOP/s")
     for g in extra.get("torch", []):
         t = float(np.median(g["timing"]["samples"]))
-        lines.append(f"torch {g['precision']} n={g['n']}: {2 * g['n'] ** 3 / t / 1e12:,.1f} TFLOP/s")
+        lines.append(f"torch {g['precision']} n={g['n']} {g['mode']}: "
+                     f"{2 * g['n'] ** 3 / t / 1e12:,.1f} TFLOP/s")
     if extra:
         lines.append(str(extra.get("nvidia_smi_after")) + " " + str(extra.get("torch_error", "")))
     if "size_sweep" in result:

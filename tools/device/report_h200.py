@@ -24,6 +24,22 @@ def table(header, rows):
     return "\n".join(out)
 
 
+GEMM_HEADER = ("precision", "n", "data", "mode", "TFLOP/s", "of peak", "SM clock",
+               "of peak at that clock", "clock held back by", "rel. error")
+
+
+def gemm_row(raw):
+    r = g.gemm_from_raw(raw)
+    clock = raw.get("clock") or {}
+    lo, hi = clock.get("sm_mhz_min"), clock.get("sm_mhz_max")
+    mhz = "—" if lo is None else (f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}") + " MHz"
+    at_clock = "—" if not r.clock_peak_flops else (
+        f"{100 * r.fraction_of_clock_peak:.0f} % of {r.clock_peak_flops / 1e12:,.0f}")
+    return (raw["precision"], raw["n"], raw.get("data", "normal"), raw.get("mode", "—"),
+            f"{r.tflops:,.1f}", f"{100 * r.fraction_of_peak:.1f} %", mhz, at_clock,
+            ", ".join(clock.get("reasons", [])) or "—", f"{raw['relative_error']:.1e}")
+
+
 def main(path):
     d = json.loads(Path(path).read_text())
     h200 = catalog_gpu("h200")
@@ -49,36 +65,36 @@ def main(path):
                  zip(st.working_set, st.gbps, strict=True)]) + "\n")
 
     print("## GEMM (cupy.matmul -> cuBLAS)\n")
-    rows = []
-    for raw in d["gemm"]:
-        r = g.gemm_from_raw(raw)
-        rows.append((raw["precision"], raw["n"], raw.get("data", "normal"), f"{r.tflops:,.1f}",
-                     f"{100 * r.fraction_of_peak:.1f} %", f"{raw['relative_error']:.1e}"))
-    for raw in d["gemm_extra"]["cupy_uniform"]:
-        r = g.gemm_from_raw(raw)
-        rows.append((raw["precision"], raw["n"], raw["data"], f"{r.tflops:,.1f}",
-                     f"{100 * r.fraction_of_peak:.1f} %", f"{raw['relative_error']:.1e}"))
+    rows = [gemm_row(raw) for raw in d["gemm"] + d["gemm_sustained"]
+            + d["gemm_extra"]["cupy_uniform"]]
     for raw in d["gemm_extra"]["torch"]:
         n, t = raw["n"], float(np.median(raw["timing"]["samples"]))
         tf = 2 * n**3 / t / 1e12
         rows.append((raw["precision"] + " (PyTorch " + raw["torch"] + ")", n, "normal",
-                     f"{tf:,.1f}", f"{100 * tf / h200.peak_tflops[raw['precision']]:.1f} %", "—"))
-    print(table(("precision", "n", "data", "TFLOP/s", "of peak", "rel. error"), rows) + "\n")
+                     raw["mode"], f"{tf:,.1f}", f"{100 * tf / h200.peak_tflops[raw['precision']]:.1f} %",
+                     "—", "—", "—", "—"))
+    print(table(GEMM_HEADER, rows) + "\n")
+    repeats = Path(path).with_name("h200_gemm_repeats.json")
+    if repeats.exists():
+        runs = json.loads(repeats.read_text())["runs"]
+        print(f"gemm_flops('fp16', 8192) called {len(runs)} times in a row:\n")
+        print(table(GEMM_HEADER, [gemm_row(raw) for raw in runs]) + "\n")
 
     print("## Strided and misaligned copies vs the memory model\n")
     for sweep in d["stride"] + d["stride_l2fetch"] + d["offset"]:
-        s32 = g.access_sweep_from_raw(sweep)
-        s64 = g.access_sweep_from_raw(sweep, fetch_bytes=64)
+        sector = g.access_sweep_from_raw(sweep, fetch_bytes=32)
+        fetch = g.access_sweep_from_raw(sweep)  # the granularity the runtime reported
         print(f"{sweep['element_bytes']}-byte elements by {sweep['pattern']}, L2 fetch "
               f"granularity {sweep['l2_fetch_granularity']} B, reference "
-              f"{s32.reference_gbps:,.0f} GB/s\n")
-        rows = [(x, sr, f"{m:,.0f}", f"{p32:,.0f}", f"{100 * e32:+.0f} %", f"{p64:,.0f}",
-                 f"{100 * e64:+.0f} %")
-                for x, sr, m, p32, e32, p64, e64 in zip(
-                    s32.x, s32.sectors_read, s32.measured_gbps, s32.predicted_gbps,
-                    s32.relative_error, s64.predicted_gbps, s64.relative_error, strict=True)]
+              f"{sector.reference_gbps:,.0f} GB/s\n")
+        rows = [(x, sr, f"{m:,.0f}", f"{p32:,.0f}", f"{100 * e32:+.0f} %", f"{pf:,.0f}",
+                 f"{100 * ef:+.0f} %")
+                for x, sr, m, p32, e32, pf, ef in zip(
+                    sector.x, sector.sectors_read, sector.measured_gbps, sector.predicted_gbps,
+                    sector.relative_error, fetch.predicted_gbps, fetch.relative_error,
+                    strict=True)]
         print(table((sweep["pattern"], "sectors/warp", "measured GB/s", "sector model",
-                     "error", "64-B fetch model", "error"), rows) + "\n")
+                     "error", f"{fetch.fetch_bytes}-B fetch model", "error"), rows) + "\n")
 
     print("## Shared-memory bank conflicts\n")
     for raw in d["bank"]:

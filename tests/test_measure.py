@@ -121,6 +121,8 @@ def test_flop_rate_against_the_peak_at_its_clock():
     assert f.fraction_of_clock_peak == pytest.approx(0.8)
     assert "80 % of 1,250.0 TFLOP/s at the clock it ran at" in repr(f)
     assert "software power cap" in repr(f) and "software power cap" in f._repr_html_()
+    rated = FlopRate("dev", "GEMM", 1e12, 1e9, t, peak_flops=2000e12, clock_peak_flops=2000e12)
+    assert rated.fraction_of_clock_peak == 0.5 and "clock it ran at" not in repr(rated)
     plain = FlopRate("dev", "GEMM", 1e12, 1e9, t)
     assert plain.fraction_of_clock_peak is None and "clock" not in repr(plain)
 

@@ -354,6 +354,8 @@ class FlopRate:
     def _clock_text(self) -> str:
         if not self.clock_peak_flops:
             return ""
+        if self.peak_flops and abs(self.clock_peak_flops / self.peak_flops - 1) < 0.005:
+            return ""  # it ran at the clock the peak assumes: nothing new to say
         return (f"{100 * self.fraction_of_clock_peak:.0f} % of {self.clock_peak_flops / 1e12:,.1f}"
                 f" TFLOP/s at the clock it ran at")
 

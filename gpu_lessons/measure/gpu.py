@@ -899,6 +899,20 @@ def gemm_from_raw(raw: dict) -> FlopRate:
                     "; ".join(conditions), clock_peak)
 
 
+def _settle(cp, run, mode: str, rest_s: float, sustain_s: float) -> None:
+    """Bring the GPU to the state a GEMM ``mode`` measures: ``"burst"`` idles ``rest_s`` so the
+    clock is back at full speed; ``"sustained"`` runs products back to back for ``sustain_s``
+    so the power limit has pulled the clock down."""
+    cp.cuda.Device().synchronize()
+    if mode == "burst":
+        time.sleep(rest_s)
+        return
+    start = time.perf_counter()
+    while time.perf_counter() - start < sustain_s:
+        run()
+        cp.cuda.Device().synchronize()
+
+
 def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 10,
                      rounds: int = 3, budget_s: float = 2.0, data: str = "normal",
                      mode: str = "burst", rest_s: float = 1.0, sustain_s: float = 2.0) -> dict:
@@ -957,32 +971,28 @@ def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 1
     def read_clock():  # the product is queued or running: read the clock it runs at
         readings.append(nvml.sample())
 
-    for _ in range(rounds):
-        a = draw((n, n), dtype=cp.float32).astype(dtype)
-        b = draw((n, n), dtype=cp.float32).astype(dtype)
-        c = cp.empty((n, n), dtype=dtype)
-        kept.append((a, b, c))  # held until the end, so the next round lands elsewhere
+    with Progress(rounds, f"GEMM {n}^3 {precision}, {mode}") as bar:
+        for i in range(rounds):
+            bar.update(0, f"allocation {i + 1}")
+            a = draw((n, n), dtype=cp.float32).astype(dtype)
+            b = draw((n, n), dtype=cp.float32).astype(dtype)
+            c = cp.empty((n, n), dtype=dtype)
+            kept.append((a, b, c))  # held until the end, so the next round lands elsewhere
 
-        def run(a=a, b=b, c=c):
-            cp.matmul(a, b, out=c)
-        run()
-        rows = min(n, 128)
-        ref = a[:rows].astype(cp.float32) @ b.astype(cp.float32)
-        errors.append(float(cp.linalg.norm(c[:rows].astype(cp.float32) - ref)
-                            / cp.linalg.norm(ref)))
-        if not errors[-1] < 5e-2:
-            raise RuntimeError(f"GEMM {precision} result wrong: relative error {errors[-1]:.2e}")
-        cp.cuda.Device().synchronize()
-        if mode == "burst":
-            time.sleep(rest_s)
-        else:
-            start = time.perf_counter()
-            while time.perf_counter() - start < sustain_s:
-                run()
-                cp.cuda.Device().synchronize()
-        t = time_cuda(run, warmup=1, repeats=repeats, budget_s=budget_s,
-                      while_running=read_clock if nvml is not None else None)
-        samples.extend(t.samples)
+            def run(a=a, b=b, c=c):
+                cp.matmul(a, b, out=c)
+            run()
+            rows = min(n, 128)
+            ref = a[:rows].astype(cp.float32) @ b.astype(cp.float32)
+            errors.append(float(cp.linalg.norm(c[:rows].astype(cp.float32) - ref)
+                                / cp.linalg.norm(ref)))
+            if not errors[-1] < 5e-2:
+                raise RuntimeError(f"GEMM {precision} result wrong: relative error {errors[-1]:.2e}")
+            _settle(cp, run, mode, rest_s, sustain_s)
+            t = time_cuda(run, warmup=1, repeats=repeats, budget_s=budget_s,
+                          while_running=read_clock if nvml is not None else None)
+            samples.extend(t.samples)
+            bar.update(1, f"allocation {i + 1}")
     name = _device_name(cp)
     sms = int(cp.cuda.runtime.deviceGetAttribute(DEVICE_ATTRIBUTES["multiprocessor_count"],
                                                  cp.cuda.Device().id))

@@ -123,6 +123,8 @@ def test_flop_rate_against_the_peak_at_its_clock():
     assert "software power cap" in repr(f) and "software power cap" in f._repr_html_()
     rated = FlopRate("dev", "GEMM", 1e12, 1e9, t, peak_flops=2000e12, clock_peak_flops=2000e12)
     assert rated.fraction_of_clock_peak == 0.5 and "clock it ran at" not in repr(rated)
+    assert "of peak at its clock" not in rated._repr_html_()
+    assert "of peak at its clock" in f._repr_html_()
     plain = FlopRate("dev", "GEMM", 1e12, 1e9, t)
     assert plain.fraction_of_clock_peak is None and "clock" not in repr(plain)
 
@@ -158,6 +160,65 @@ def test_nvml_reasons_and_summary_by_hand():
     assert summary["reasons"] == ["software power cap"]  # idle is not a limit on a product
     assert summary["readings"] == 3
     assert nvml.summarize([]) is None and nvml.summarize([None]) is None
+
+
+class _FakeNvml:
+    """NVML's C functions as ctypes sees them: each fills its out-parameter, returns 0."""
+
+    def __init__(self, event_reasons=True):
+        self.calls = []
+        if event_reasons:
+            self.nvmlDeviceGetCurrentClocksEventReasons = self._reasons
+        else:  # drivers before 535 only have the older name
+            self.nvmlDeviceGetCurrentClocksThrottleReasons = self._reasons
+
+    def _set(self, ref, value):
+        ref._obj.value = value
+        return 0
+
+    def nvmlInit_v2(self):
+        return 0
+
+    def nvmlDeviceGetHandleByPciBusId_v2(self, bus_id, handle):
+        self.calls.append(bus_id)
+        return 0
+
+    def nvmlDeviceGetClockInfo(self, handle, clock, ref):
+        assert clock == 1  # NVML_CLOCK_SM
+        return self._set(ref, 1440)
+
+    def nvmlDeviceGetPowerUsage(self, handle, ref):
+        return self._set(ref, 699_500)  # milliwatts
+
+    def nvmlDeviceGetTemperature(self, handle, sensor, ref):
+        assert sensor == 0  # NVML_TEMPERATURE_GPU
+        return self._set(ref, 56)
+
+    def _reasons(self, handle, ref):
+        return self._set(ref, 0x4)
+
+
+@pytest.mark.parametrize("event_reasons", [True, False])
+def test_nvml_sample_reads_and_converts(monkeypatch, event_reasons):
+    from gpu_lessons.measure import nvml
+
+    fake = _FakeNvml(event_reasons)
+    monkeypatch.setattr(nvml.ctypes, "CDLL", lambda name: fake)
+    reader = nvml.Nvml.for_bus_id("0000:00:06.0")
+    assert fake.calls == [b"0000:00:06.0"]
+    # 699,500 mW -> 699.5 W; 0x4 = software power cap
+    assert reader.sample() == {"sm_mhz": 1440, "power_w": 699.5, "temperature_c": 56,
+                               "reasons": 0x4}
+    assert nvml.summarize([reader.sample()])["reasons"] == ["software power cap"]
+
+
+def test_nvml_refusal_gives_none(monkeypatch):
+    from gpu_lessons.measure import nvml
+
+    fake = _FakeNvml()
+    fake.nvmlDeviceGetPowerUsage = lambda handle, ref: 3  # NVML_ERROR_NOT_SUPPORTED
+    monkeypatch.setattr(nvml.ctypes, "CDLL", lambda name: fake)
+    assert nvml.Nvml.for_bus_id("0000:00:06.0") is None
 
 
 def test_nvml_answers_none_without_a_gpu():

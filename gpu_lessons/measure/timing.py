@@ -380,7 +380,7 @@ class FlopRate:
         if self.peak_flops:
             rows.append(("of peak", f"{100 * self.fraction_of_peak:.0f} % of "
                                     f"{self.peak_flops / 1e12:,.1f} TFLOP/s"))
-        if self.clock_peak_flops:
+        if self._clock_text():
             rows.append(("of peak at its clock", self._clock_text()))
         if self.conditions:
             rows.append(("conditions", self.conditions))

@@ -74,7 +74,7 @@ def _gemm_sustained():
 
 
 def _torch_gemm(torch, dtype, n, mode):
-    """PyTorch's ``a @ b`` timed the way ``measure_gemm_raw`` times CuPy's."""
+    """PyTorch's ``a @ b`` settled and timed as ``measure_gemm_raw`` does, on one allocation."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)
     b = torch.randn(n, n, device="cuda", dtype=dtype, generator=gen)

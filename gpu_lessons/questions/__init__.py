@@ -1,6 +1,6 @@
 """The exercise questions, one module per chapter (``ch01`` … ``ch10``).
 
-Each chapter module defines ``QUESTIONS``: a tuple of :class:`gpu_lessons.checks.Question`
+Each chapter module defines ``QUESTIONS``: a tuple of :class:`~gpu_lessons.questions.types.Question`
 in the order its exercise notebook asks them.  Modules are imported on first use, and a
 question computes its reference answer only when it is checked, so importing the checks in
 a notebook stays cheap.
@@ -18,6 +18,8 @@ import importlib
 import keyword
 import re
 from functools import cache
+
+from .types import Choice, Function, Number, Question
 
 #: Chapters that have an exercise notebook.
 CHAPTERS = tuple(range(1, 11))
@@ -74,8 +76,6 @@ def find(question_id):
 
 
 def _validate(number: int, found: tuple) -> None:
-    from ..checks import Choice, Function, Number, Question
-
     ids, names = set(), set()
     for q in found:
         if not isinstance(q, Question):

@@ -8,7 +8,7 @@ listing questions costs nothing.
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 
 def _h100_fp32_tflops() -> float:

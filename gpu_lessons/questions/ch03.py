@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 _MIB = 2**20
 

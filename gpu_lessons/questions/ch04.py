@@ -8,7 +8,7 @@ bank = (byte address / 4) mod 32), imported inside each function.
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- AoS: one field of a 20-byte struct ------------------------------------------------------------
 

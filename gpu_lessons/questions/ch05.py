@@ -9,7 +9,7 @@ counts them; decode attention, erratum E12), imported inside each function.
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 
 def _ridge_h100_fp16() -> float:

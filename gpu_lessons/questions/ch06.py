@@ -14,7 +14,7 @@ resident blocks (erratum E10 is the register case).
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- shared helpers --------------------------------------------------------------------------
 

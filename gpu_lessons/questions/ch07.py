@@ -9,7 +9,7 @@ ch. 5) and the roofline (:mod:`gpu_lessons.roofline`), imported inside each func
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- 07.symptom: which kind of bottleneck ----------------------------------------------------------
 

@@ -10,7 +10,7 @@ free), imported inside each function.
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- 08.launch_utilisation: kernels shorter than a launch ----------------------------------------
 

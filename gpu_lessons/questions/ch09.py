@@ -10,7 +10,7 @@ wrong peak (sparse, FP16-accumulate, another GPU), MFU confused with HFU.
 
 from __future__ import annotations
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- 09.training_flops: one training step of GPT-2 medium ------------------------------------------
 

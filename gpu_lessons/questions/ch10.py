@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..checks import Choice, Function, Mistake, Number, Question
+from .types import Choice, Function, Mistake, Number, Question
 
 # -- mystery A: one component of an array of float4 ------------------------------------------------
 

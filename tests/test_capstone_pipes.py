@@ -164,3 +164,30 @@ def test_a_kernel_without_a_mix_falls_back_to_the_flop_fraction():
     assert "no instruction mix" in repr(ev)
     assert diagnose(k).limiter == "FP32 (CUDA cores)"
     assert evidence("sgemm").compute_fraction >= ev.compute_fraction
+
+
+def test_every_compute_capability_has_pipe_rates():
+    from gpu_lessons.occupancy import compute_capabilities
+
+    for cc in compute_capabilities():
+        r = pipe_rates(cc)
+        assert r.source and r.issue == 4 and r.fp32 in (64, 128)
+
+
+def test_the_fixed_filters_mix_is_its_recorded_sass():
+    # tests/data/h200_capstone_fir.json records the SASS of fir40_v4 opcode by opcode
+    import json
+    import re
+    from pathlib import Path
+
+    meta = json.loads((Path(__file__).parent / "data" / "h200_capstone_fir.json")
+                      .read_text("utf-8"))["meta"]
+    ops = {op: int(n) for n, op in re.findall(r"(\d+) ([A-Z][A-Z0-9.]*)", meta["sass"])}
+    assert sum(ops.values()) == 382 == int(re.search(r"(\d+) instructions executed",
+                                                     meta["sass"]).group(1))
+    mix = mystery("register_hog").after.instructions
+    per_thread = {p: n * 32 / (1 << 24) for p, n in mix.counts}
+    assert per_thread["fp32"] == ops["FADD"] + ops["FFMA"] + ops["HFMA2"] == 321
+    assert per_thread["uniform"] == ops["ULDC"] + ops["S2UR"]
+    assert per_thread["lsu"] == ops["LDG.128"] + ops["STG.128"] + ops["S2R"]
+    assert sum(per_thread.values()) == 382

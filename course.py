@@ -3,10 +3,12 @@
 
     python3 course.py start    # create .venv if needed, install, open JupyterLab on notebook 00
     python3 course.py test     # create .venv if needed, install with test extras, run every test
+    python3 course.py book     # create .venv if needed, build the course as a website in build/book
 
-Both commands are idempotent: the virtual environment in ``.venv`` is (re)installed only when
+The commands are idempotent: the virtual environment in ``.venv`` is (re)installed only when
 ``pyproject.toml`` changed since the last install.  Extra arguments after ``start`` go to
-``jupyter lab`` (e.g. ``--no-browser --port 8899``); after ``test`` they go to pytest.
+``jupyter lab`` (e.g. ``--no-browser --port 8899``); after ``test`` they go to pytest; after
+``book`` to sphinx-build (e.g. ``-E`` to re-read every page).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 FIRST_NOTEBOOK = "notebooks/00_start_here.ipynb"
+BOOK_OUT = ROOT / "build" / "book"
+#: Sphinx's parsed pages and jupyter-cache's executed notebooks: outside the site, kept between
+#: builds so that a rebuild re-runs only the notebooks whose code changed.
+BOOK_CACHE = ROOT / "build" / "book-cache"
 
 # pytest's arguments for the full suite: unit/property tests, then nbval over every notebook
 # folder.  --nbval-lax checks that cells run (outputs are not stored); bokeh's per-run ids make
@@ -84,14 +90,44 @@ def test(args: list[str]) -> int:
     return code or lint
 
 
+def book_command(python: str | Path, out: Path = BOOK_OUT, args: list[str] = ()) -> list[str]:
+    """sphinx-build's command line for the book (``tests/test_book.py`` builds with this one).
+
+    ``-W --keep-going``: every page is still written, but a warning (a link to a missing page
+    or heading, a notebook that fails to run) makes the build fail, so CI catches it."""
+    return [str(python), "-m", "sphinx", "-b", "html", "-c", "book",
+            "-d", str(BOOK_CACHE / "doctrees"), "-W", "--keep-going", *args, ".", str(out)]
+
+
+def book_env() -> dict[str, str]:
+    return dict(os.environ, BOKEH_RESOURCES="inline", PYDEVD_DISABLE_FILE_VALIDATION="1",
+                GPU_LESSONS_BOOK_CACHE=str(BOOK_CACHE / "jupyter"))
+
+
+def book(args: list[str]) -> int:
+    began = time.monotonic()
+    ensure_env("book")
+    say("building the book: lessons run once and are cached in build/book-cache "
+        "(the first build takes a few minutes)")
+    code = subprocess.call(book_command(PY, BOOK_OUT, args), cwd=ROOT, env=book_env())
+    say(f"book build wall time: {time.monotonic() - began:.0f} s")
+    if code == 0:
+        say(f"open {BOOK_OUT / 'index.html'} in a browser, or serve it: "
+            f"python3 -m http.server -d {BOOK_OUT.relative_to(ROOT)}")
+    return code
+
+
+COMMANDS = {"start": start, "test": test, "book": book}
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"start", "test"}:
+    if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip())
         return 2
     if sys.version_info < (3, 11):  # noqa: UP036 - course.py runs under any python3
         print("gpu-lessons needs Python 3.11 or newer", file=sys.stderr)
         return 2
-    return start(argv[1:]) if argv[0] == "start" else test(argv[1:])
+    return COMMANDS[argv[0]](argv[1:])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ def _name(spec: str) -> str:
 def test_environment_yml_lists_the_same_runtime_packages_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = {_name(d) for d in project["dependencies"]}
+    runtime |= {_name(d) for d in project["optional-dependencies"]["book"]}  # Binder builds it too
     conda, in_deps = set(), False
     for line in (ROOT / "environment.yml").read_text().splitlines():
         if not line.startswith(" ") and line.strip():
@@ -28,7 +29,7 @@ def test_environment_yml_lists_the_same_runtime_packages_as_pyproject():
 def test_console_script_and_extras():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["scripts"]["gpu-lessons"] == "gpu_lessons.cli:main"
-    assert {"test", "gpu"} <= set(project["optional-dependencies"])
+    assert {"test", "gpu", "book"} <= set(project["optional-dependencies"])
 
 
 def test_binder_installs_the_package():

@@ -5,16 +5,24 @@ An explorer is a ``VBox`` of controls, a readout and bokeh figures.  Subclasses 
 ``update()`` times it, and ``last_update_ms`` is what the benchmark script reports.  Bokeh figures
 are wrapped in ``jupyter_bokeh.BokehModel`` so they sit inside ipywidgets layouts and update in
 place when a source changes.
+
+Without a kernel (the course's book, an nbconvert HTML export, GitHub's notebook preview) a
+widget view cannot be drawn, so every explorer is also displayed as static HTML
+(:meth:`Explorer.static_html`): its title, control values and readout as plain HTML, and its
+figures as bokeh documents that BokehJS draws in the page (pan, zoom and hover still work; the
+controls do not).  JupyterLab prefers the live widget and never shows it.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import ipywidgets as widgets
+from bokeh.core.json_encoder import serialize_json
 from bokeh.models import ColumnDataSource  # noqa: F401  (re-exported for explorers)
 from jupyter_bokeh import BokehModel
 
@@ -37,6 +45,7 @@ class Explorer(widgets.VBox):
     def __init__(self, controls: dict, figures: list, notes: str = ""):
         self.controls = controls
         self.figures = figures
+        self.notes = notes
         self.readout = widgets.HTML()
         self.warning = widgets.HTML()
         self.last_update_ms = float("nan")
@@ -78,9 +87,51 @@ class Explorer(widgets.VBox):
         # jupyter_bokeh drops data-source patches sent before a figure is on screen, so
         # everything set since construction (the first update, points added before display)
         # travels in a fresh snapshot of each figure at the moment the explorer is shown.
+        self._snapshot_figures()
+        bundle = super()._repr_mimebundle_(**kwargs)
+        # Beside the widget view, the same state as static HTML for frontends without a kernel
+        # (JupyterLab ranks the widget view first and never shows this).
+        bundle["text/html"] = self._static_html()
+        return bundle
+
+    def _snapshot_figures(self) -> None:
         for model, fig in zip(self._bokeh, self.figures, strict=True):
             model.update_from_model(fig)
-        return super()._repr_mimebundle_(**kwargs)
+
+    def static_html(self) -> str:
+        """The explorer as it is now, without widgets: title, control values, readout, and the
+        figures as bokeh documents drawn by BokehJS (which the page must load once: the book
+        does, and so does ``gpu_lessons.setup()`` in a notebook).  Where scripts are stripped
+        (GitHub) the text parts still read."""
+        self._snapshot_figures()
+        return self._static_html()
+
+    def _static_html(self) -> str:
+        parts = [f"<p><b>{html.escape(self.title)}</b></p>"] if self.title else []
+        if self.notes:
+            parts.append(f"<p><small>{self.notes}</small></p>")
+        settings = " · ".join(f"{html.escape(_label(k, c))}: <b>{html.escape(_value_text(c))}</b>"
+                              for k, c in self.controls.items())
+        if settings:
+            parts.append(f"<p class='gpu-lessons-static-controls'><small>{settings}</small></p>")
+        parts += [f"<div>{self.readout.value}</div>", f"<div>{self.warning.value}</div>"]
+        if self._bokeh:
+            docs, items = {}, []
+            for model in self._bokeh:  # render bundles just made by _snapshot_figures
+                docs.update(model.render_bundle["docs_json"])
+                items += model.render_bundle["render_items"]
+            divs = "".join(m.render_bundle["div"] for m in self._bokeh)
+            data_id = f"gpu-lessons-doc-{items[0]['docid']}"
+            # "<" escaped as \u003c keeps "</script>" inside a string from closing the tag.
+            data = serialize_json({"docs_json": docs, "render_items": items}).replace("<", "\\u003c")
+            parts += [f"<div class='gpu-lessons-static-figures' style='display:flex;flex-wrap:wrap;"
+                      f"gap:8px'>{divs}</div>",
+                      f"<script type='application/json' id='{data_id}'>{data}</script>",
+                      f"<script>{_EMBED_JS % json.dumps(data_id)}</script>"]
+        parts.append("<p><small><i>A static picture of this explorer as first drawn: the plots "
+                     "pan, zoom and show values on hover; run the notebook to move the "
+                     "controls.</i></small></p>")
+        return "<div class='gpu-lessons-static'>" + "".join(parts) + "</div>"
 
     def update(self) -> None:
         """Recompute from the model and refresh the plots; a bad state is explained, not raised."""
@@ -107,6 +158,42 @@ class Explorer(widgets.VBox):
         ``always``."""
         for name, c in self.controls.items():
             c.disabled = name not in names and name not in always
+
+
+#: Draws the figures once BokehJS is there (the book loads it in the page head; a notebook's
+#: ``setup()`` output loads it before any explorer); gives up quietly after 10 s without it.
+_EMBED_JS = """(function () {
+  var tries = 0;
+  function draw() {
+    if (window.Bokeh && window.Bokeh.embed) {
+      var data = JSON.parse(document.getElementById(%s).textContent);
+      window.Bokeh.embed.embed_items(data.docs_json, data.render_items);
+    } else if (++tries < 100) {
+      setTimeout(draw, 100);
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
+  else draw();
+})();"""
+
+
+def _label(name: str, control) -> str:
+    return getattr(control, "description", "") or name
+
+
+def _value_text(control) -> str:
+    """A control's value as a reader sees it: the menu entry's label, a slider's number."""
+    if hasattr(control, "label") and hasattr(control, "options"):   # menus, toggle buttons
+        label = control.label
+        return ", ".join(map(str, label)) if isinstance(label, tuple) else str(label)
+    value = control.value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, tuple):
+        return "–".join(str(v) for v in value)
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def slider(label: str, value, low, high, step=1, *, integer=True, unit: str = "") -> widgets.Widget:

@@ -104,5 +104,6 @@ html_theme_options = {
     "show_navbar_depth": 1,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    "navbar_persistent": [],          # one search field, in the sidebar (not a second in a top bar)
 }
 html_additional_pages = {"index": "redirect.html"}   # build/book/index.html -> the start page

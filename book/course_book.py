@@ -86,7 +86,7 @@ def _binder_link(app: Sphinx, path: str) -> str:
     return f"{base}?urlpath=lab/tree/{path}"
 
 
-def run_it_box(app: Sphinx, pagename: str) -> str:
+def run_it_box(app: Sphinx, pagename: str, has_explorers: bool) -> str:
     """The box under a lesson's or exercise's title: how to run this very notebook."""
     folder, _, stem = pagename.partition("/")
     path = f"{pagename}.ipynb"
@@ -97,7 +97,9 @@ def run_it_box(app: Sphinx, pagename: str) -> str:
         label = "Exercises for this lesson" if other == "exercises" else "The lesson"
         twin_link = (f'<li><b>{label}:</b> <a class="reference internal" '
                      f'href="../{other}/{stem}.html">{other}/{stem}.ipynb</a></li>')
-    static = ("The explorers on this page are static pictures of their first state: they pan, "
+    static = ("Run the notebook to change its inputs and see every output change with them."
+              if not has_explorers else
+              "The explorers on this page are static pictures of their first state: they pan, "
               "zoom and show values on hover; run the notebook to move their controls.")
     if folder == "exercises":
         static = ("Run the notebook to answer: each check cell says ✓, “not attempted”, "
@@ -119,7 +121,8 @@ def page_context(app: Sphinx, pagename: str, templatename: str, context: dict, d
             app.add_js_file(f"bokeh/{_bokeh_file(name)}", priority=400)
     if pagename.split("/")[0] in RUN_FOLDERS and "</h1>" in body:
         head, _, rest = body.partition("</h1>")
-        context["body"] = head + "</h1>" + run_it_box(app, pagename) + rest
+        box = run_it_box(app, pagename, has_explorers="gpu-lessons-static" in body)
+        context["body"] = head + "</h1>" + box + rest
 
 
 def drop_widget_state(app: Sphinx, doctree) -> None:

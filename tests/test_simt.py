@@ -457,6 +457,30 @@ def test_out_of_bounds_access_names_the_thread():
         run(k, 1, 32, np.zeros(32, np.float32))
 
 
+def test_masked_off_lanes_are_not_checked():
+    # Lane 0 computes sh[-1] and x[-1] but the branch switches it off: no error, no note,
+    # and the counts are those of lanes 1-31 only.  Global load x[tid - 1] for tid 1..31:
+    # floats 0..30 = bytes 0..123 of a 256-aligned array -> 4 sectors.  Shared load
+    # sh[tid - 1]: 31 distinct consecutive words -> 1 wavefront, no conflict.
+    def k(t, x, out):
+        sh = t.shared(32, np.float32, name="sh")
+        tid = t.thread_idx.x
+        sh[tid] = x[tid]
+        t.sync()
+        with t.if_(tid >= 1):
+            out[tid] = sh[tid - 1] + x[tid - 1]
+
+    x = np.arange(32, dtype=np.float32)
+    out = np.full(32, -1, np.float32)
+    r = run(k, 1, 32, x, out)
+    assert np.array_equal(out, np.r_[-1, 2 * np.arange(31)].astype(np.float32))
+    assert r.notes == () and r.races == ()
+    ld = [e for e in r.events if e.kind == "ld.global" and e.active == 31]
+    assert [e.sectors for e in ld] == [4]
+    sh = [e for e in r.events if e.kind == "ld.shared"]
+    assert [(e.active, e.wavefronts, e.bank_conflicts) for e in sh] == [(31, 1, 0)]
+
+
 def test_python_if_on_lane_values_explains_itself():
     def k(t):
         if t.thread_idx.x < 16:

@@ -119,6 +119,7 @@ from .simt_result import (
     KINDS,
     MEMORY_KINDS,
     WARP_SIZE,
+    AccessMap,
     ArrayStats,
     Event,
     Race,
@@ -130,8 +131,8 @@ from .simt_result import (
     _stats,
 )
 
-__all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "ArrayStats", "Dim3", "Event", "KernelError",
-           "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
+__all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "AccessMap", "ArrayStats", "Dim3", "Event",
+           "KernelError", "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
            "UninitialisedRead", "WarpContext", "run"]
 
 #: Per-block and per-dimension limits of every compute capability since 2.0 (Programming
@@ -634,8 +635,8 @@ class WarpContext:
             a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes
-            known = self._sim.shapes.setdefault(name, ("shared", shape))
-            if known != ("shared", shape):
+            known = self._sim.shapes.setdefault(name, ("shared", shape, dtype.itemsize))
+            if known != ("shared", shape, dtype.itemsize):
                 raise SimtError(f"two arrays are called {name!r} ({known[0]} "
                                 f"{list(known[1])} and shared {list(shape)}): give each "
                                 f"shared array its own name=")
@@ -1062,7 +1063,7 @@ class _Sim:
         self.rng = np.random.default_rng(order) if not isinstance(order, str) else None
         self.max_instructions = max_instructions
         self.record_indices = record_indices
-        self.shapes = shapes  # array name -> (space, shape)
+        self.shapes = shapes  # array name -> (space, shape, itemsize)
         self.events: list[Event] = []
         self.races: list[Race] = []
         self.notes: list[str] = []
@@ -1292,7 +1293,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
             high = sum(max(0, s * (n - 1)) for s, n in zip(a.strides, a.shape, strict=True))
             start = -(-top // GLOBAL_ALIGN) * GLOBAL_ALIGN
             wrapped.append(_GlobalArg(a, start - low, name))
-            shapes[name] = ("global", a.shape)
+            shapes[name] = ("global", a.shape, a.dtype.itemsize)
             top = start + high - low + a.dtype.itemsize
         elif _is_scalar(a):
             wrapped.append(a)

@@ -70,10 +70,16 @@ How it works
   global or shared array and return the value it held before, as ``atomicAdd``,
   ``atomicMax`` and ``atomicCAS`` do (Programming Guide, "Atomic Functions").  Lanes of one
   warp that hit the same address are applied one after another in lane order; CUDA leaves
-  that order unspecified, so a kernel must not depend on it.  The hardware serialises
-  atomics to one address, so each atomic instruction records its *serialisation*: the most
-  active lanes that hit one address (32 for a warp-wide counter, 1 when all differ); its
-  memory cost is counted with the same sector and bank rules as a load.  Supported element
+  that order unspecified, so a kernel must not depend on it.  Atomics to one address are
+  performed one at a time, which is why contended counters are slow and why histograms
+  privatise into shared memory first (N. Sakharnykh, "GPU Pro Tip: Fast Histograms Using
+  Shared Atomics on Maxwell", NVIDIA Developer Blog, 2015; A. Adinets, "CUDA Pro Tip:
+  Optimized Filtering with Warp-Aggregated Atomics", 2014).  So each atomic instruction
+  records its *serialisation*: the most active lanes that hit one address (32 for a
+  warp-wide counter, 1 when all differ), summed in ``Stats.atomic_serialisation``.  It
+  counts the atomics as written; since CUDA 9 nvcc may itself aggregate a warp's atomics
+  on one address (Adinets, 2017 update), so on a GPU the cost can be lower.  An atomic's
+  memory traffic is counted with the same sector and bank rules as a load.  Supported element
   types are CUDA's: ``atomicAdd`` int32, uint32, uint64, float32, float64; ``atomicMax``
   int32, uint32, int64, uint64; ``atomicCAS`` int32, uint32, uint64.
 * **Warp shuffles.**  ``t.shfl_down(v, delta)``, ``t.shfl_up(v, delta)``,

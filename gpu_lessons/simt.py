@@ -1015,7 +1015,9 @@ class _Branch:
         if exc[0] is None:
             if self.diverged:
                 ctx._marker(self.line)
-            ctx._last_if = (self, len(ctx._stack), len(ctx._sim.events))
+            # (the warp's own issue slot: other warps' events may come in between when
+            # the body has a barrier)
+            ctx._last_if = (self, len(ctx._stack), ctx._step)
         return False
 
 
@@ -1027,12 +1029,13 @@ class _Else:
         ctx = self.ctx
         last = ctx._last_if
         ctx._last_if = None
-        if last is None or last[1] != len(ctx._stack) or last[2] != len(ctx._sim.events):
+        if last is None or last[1] != len(ctx._stack) or last[2] != ctx._step:
             raise SimtError("t.else_() must directly follow a `with t.if_(...)` block at the "
                             "same level")
         self.branch = br = last[0]
         events = ctx._sim.events
-        if br.diverged and events and events[-1].kind == "reconverge":
+        if (br.diverged and events and events[-1].kind == "reconverge"
+                and events[-1].warp == ctx.warp and events[-1].block == ctx._b.linear):
             events.pop()  # the lanes meet after the else, not between the two paths
         ctx._enter(ctx._stack[-1] & ~br.c, f"{br.label}:else")
         return self

@@ -610,6 +610,26 @@ def test_else_after_an_if_whose_body_has_a_barrier():
     assert (out == 2).all()
 
 
+def test_an_error_in_one_warp_unwinds_the_warps_waiting_at_a_barrier():
+    # Warps 0 and 1 wait at the first barrier when warp 2 fails; they are unwound (their
+    # code after the barrier never runs) and the next launch starts clean.
+    def k(t, out):
+        tid = t.thread_idx.x
+        with t.if_(tid >= 64):
+            out[tid + 1000] = 1          # warp 2 writes past the end
+        t.sync()
+        out[tid] = 7
+
+    out = np.zeros(96, np.int64)
+    with pytest.raises(IndexError) as info:
+        run(k, 1, 96, out)
+    assert info.value.lineno == k.__code__.co_firstlineno + 3
+    assert "warp 2" in str(info.value)
+    assert not out.any()
+    ok = run(K.reduce_sequential, 1, 64, np.ones(64, np.float32), np.zeros(1, np.float32))
+    assert ok.barriers == 7
+
+
 def test_else_needs_an_if():
     def k(t):
         with t.else_():

@@ -212,7 +212,7 @@ class Stats:
         return self.global_requested_bytes / moved if moved else float("nan")
 
     @property
-    def max_serialisation(self) -> float:
+    def mean_serialisation(self) -> float:
         """atomic_serialisation / atomic_instructions: lanes per address, on average over
         the atomic instructions (1 = no contention); nan without atomics."""
         return (self.atomic_serialisation / self.atomic_instructions

@@ -658,7 +658,10 @@ class WarpContext:
                 and not self._mask_bits & ~index._defined and index._v.dtype.kind in "iu"):
             # the common case, a[i] on a 1-D array, without the general loop below
             act = self._active_lanes()
-            flat = index._v[act].astype(np.int64, copy=False)
+            if self._mask_bits == _ALL_BITS:  # a copy: the race log keeps these indices
+                flat = index._v.astype(np.int64)
+            else:
+                flat = index._v[act].astype(np.int64, copy=False)
             if np.count_nonzero(flat.view(np.uint64) >= data.shape[0]):
                 self._out_of_range(mem, (index,), act, verb)
             return act, flat, flat * data.itemsize
@@ -677,7 +680,8 @@ class WarpContext:
                 if v.dtype.kind not in "iu":
                     raise TypeError(f"index into {mem.name} must be an integer, got lane "
                                     f"values of type {v.dtype}")
-                c = v[act].astype(np.int64, copy=False)
+                c = (v.astype(np.int64) if bits == _ALL_BITS
+                     else v[act].astype(np.int64, copy=False))
                 # one comparison finds both ends: negative values wrap to huge unsigned ones
                 if np.count_nonzero(c.view(np.uint64) >= shape[k]):
                     self._out_of_range(mem, index, act, verb)
@@ -720,10 +724,13 @@ class WarpContext:
             # Nothing issues; the values below only keep inactive code paths running.
             return None if store else Lanes(self, np.zeros(WARP_SIZE, mem.data.dtype), 0)
         lanes, flat, offsets = self._where_of(mem, index, "writes" if store else "reads", line)
+        full = self._mask_bits == _ALL_BITS
         if store:
             v = self._value(value, self._mask_bits, f"the value stored into {mem.name}")
-            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) else v)
+            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) and not full else v)
             result = None
+        elif full:
+            result = Lanes(self, mem.take(flat), _ALL_BITS)
         else:
             out = np.zeros(WARP_SIZE, dtype=mem.data.dtype)
             out[lanes] = mem.take(flat)
@@ -764,7 +771,13 @@ class WarpContext:
             self._b.access_log.append((mem._alloc, flat, self.warp, access, line))
 
     def _uninitialised(self, alloc, flat, line):
+        """Record a read of unwritten shared memory: the first one per block, warp, line and
+        array (a loop would otherwise record the same mistake thousands of times)."""
         sim = self._sim
+        key = (self._b.linear, self.warp, line, alloc.name)
+        if key in sim.uninitialised_seen:
+            return
+        sim.uninitialised_seen.add(key)
         index = tuple(int(i) for i in np.unravel_index(int(flat[0]), alloc.data.shape))
         if len(sim.uninitialised) < 1000:
             sim.uninitialised.append(UninitialisedRead(self._b.linear, self.warp, line,
@@ -1077,6 +1090,7 @@ class _Sim:
         self.races: list[Race] = []
         self.notes: list[str] = []
         self.uninitialised: list[UninitialisedRead] = []
+        self.uninitialised_seen: set = set()
         self.shuffle_reads: list[ShuffleRead] = []
         self.barriers = 0
         self.count = 0

@@ -127,7 +127,8 @@ class Race:
 class UninitialisedRead:
     """A read of shared memory that no thread of the block had written yet (shared memory
     starts undefined).  ``index``: the first such element; ``elements``: how many of the
-    elements this instruction read were unwritten."""
+    elements this instruction read were unwritten.  One is recorded per block, warp, line
+    and array: the first time that line read unwritten words."""
 
     block: int
     warp: int

@@ -133,7 +133,6 @@ from .simt_result import (
     SimResult,
     Stats,
     UninitialisedRead,
-    _array_stats,
     _stats,
 )
 
@@ -1343,6 +1342,6 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
     return SimResult(kernel=getattr(kernel, "__name__", "kernel"), grid=grid, block=block,
                      order=order, events=events, races=tuple(sim.races),
                      notes=tuple(sim.notes), barriers=sim.barriers,
-                     totals=_stats(events), arrays=_array_stats(events, sim.shapes),
+                     totals=_stats(events), array_shapes=sim.shapes,
                      uninitialised_reads=tuple(sim.uninitialised),
                      shuffle_reads=tuple(sim.shuffle_reads))

@@ -238,8 +238,9 @@ def gpu(name) -> GPU:
 
 # -- measured figures ------------------------------------------------------------------------------
 
-#: The units a measured figure may carry, with their size in the SI base unit (s, B/s).
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12}
+#: The units a measured figure may carry, with their size in the SI base unit (s, B/s; a
+#: percentage as a fraction).
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "%": 0.01}
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,8 @@ class Measured:
 
     @property
     def si(self) -> float:
-        """The value in the SI base unit: seconds for times, bytes/s for bandwidths."""
+        """The value in the SI base unit: seconds for times, bytes/s for bandwidths, a fraction
+        for a percentage."""
         return self.value * UNITS[self.unit]
 
     @property

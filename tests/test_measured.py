@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 RUN = json.loads((DATA / "h200_measurements.json").read_text("utf-8"))
 CHASE = json.loads((DATA / "h200_pointer_chase.json").read_text("utf-8"))
+FIR = json.loads((DATA / "h200_capstone_fir.json").read_text("utf-8"))["kernels"]
 MiB = 2**20
 
 
@@ -100,6 +101,11 @@ FROM_RECORD = {
     "h200.pointer_chase.l1_ns": lambda: _chase_ns(16 * 2**10),
     "h200.pointer_chase.l2_ns": lambda: _chase_ns(8 * MiB),
     "h200.pointer_chase.hbm_ns": lambda: _chase_ns(4096 * MiB),
+    "h200.capstone_fir.fir40_v4_us": lambda: FIR["fir40_v4"]["median_s"] * 1e6,
+    "h200.capstone_fir.copy_f4_us": lambda: FIR["copy_f4"]["median_s"] * 1e6,
+    "h200.capstone_fir.fir40_v4_sm_throughput_pct": lambda: FIR["fir40_v4"]["ncu"]["sm_throughput_pct"],
+    "h200.capstone_fir.fir40_v4_dram_throughput_pct":
+        lambda: FIR["fir40_v4"]["ncu"]["dram_throughput_pct"],
 }
 
 
@@ -123,7 +129,7 @@ def test_figure_is_its_record_rounded_as_written(key):
 def test_units_names_and_runs_agree():
     text = (ROOT / "gpu_lessons" / "data" / "measured.toml").read_text("utf-8")
     raw = tomllib.loads(text)
-    suffix = {"µs": "_us", "ms": "_ms", "ns": "_ns", "GB/s": "_gbs"}
+    suffix = {"µs": "_us", "ms": "_ms", "ns": "_ns", "GB/s": "_gbs", "%": "_pct"}
     for key, fig in measured_figures().items():
         assert key.endswith(suffix[fig.unit]), key
         assert fig.gpu in hardware.names()           # a catalog GPU, by its canonical name

@@ -62,14 +62,9 @@ nb_execution_raise_on_error = True   # a lesson that fails to run fails the buil
 nb_execution_show_tb = True
 nb_merge_streams = True
 # An explorer's live widget cannot draw without a kernel: use its static HTML (see
-# gpu_lessons.views._base.Explorer.static_html).  Bokeh's notebook loader (JavaScript that
-# inlines all of BokehJS, from gpu_lessons.setup()) is dropped: the book loads BokehJS once per
-# page from _static instead.
-nb_mime_priority_overrides = [
-    ("html", "application/vnd.jupyter.widget-view+json", None),
-    ("html", "application/javascript", None),
-    ("html", "application/vnd.bokehjs_load.v0+json", None),
-]
+# gpu_lessons.views._base.Explorer.static_html).  (Bokeh's notebook loader, which inlines all
+# of BokehJS into a notebook, is dropped by course_book: the book loads BokehJS from _static.)
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 nb_ipywidgets_js = {}                 # the default loads require.js and the widget manager from CDNs
 
 # -- Markdown and maths ----------------------------------------------------------------------
@@ -78,8 +73,7 @@ myst_heading_anchors = 3              # "#section-title" links inside and betwee
 mathjax_path = "mathjax/tex-svg.js"   # copied from sphinx-mathjax-offline by course_book
 suppress_warnings = [
     "myst.header",                    # notebooks go from a title straight to ### "Explore" boxes
-    "mystnb.mime_priority",           # the dropped loader output above (no type left to show)
-    "mystnb.unknown_mime_type",       # ... and its bokehjs_load type
+    "mystnb.unknown_mime_type",       # bokeh's bokehjs_load/exec types: their JavaScript is used
     "misc.highlighting_failure",      # pseudo-code in a ```cuda block: shown unhighlighted
 ]
 

@@ -5,7 +5,8 @@
 * puts a "run it" box under the title of every lesson and exercise page: the command that opens
   it locally, its Binder link, and the matching exercises (or lesson);
 * leaves out the widget state myst-nb would embed in every page (it needs the widget manager
-  from a CDN, and the explorers' static HTML already shows the same state);
+  from a CDN, and the explorers' static HTML already shows the same state), and bokeh's notebook
+  loader (``gpu_lessons.setup()``'s output: all of BokehJS inlined, about 4 MB a page);
 * turns links to repository files that are not pages of the book (``solutions/``, the package's
   source, data files) into links to the file in the repository;
 * shows images attached to notebook cells (``![…](attachment:name.png)``, which myst-nb does not
@@ -37,9 +38,9 @@ MATHJAX_PARTS = ("tex-svg.js", "input/tex/extensions", "a11y", "ui")
 #: an explorer that adds a DataTable needs "bokeh-tables" here, and the book test says so).
 BOKEH_BUNDLES = ("bokeh",)
 
-#: Marks in a page's HTML that bokeh content is there (the explorers' static HTML, or
-#: ``bokeh.io.show`` output).
-BOKEH_MARKS = ("gpu-lessons-static-figures", "Bokeh.embed")
+#: Marks in a page's HTML that bokeh content is there: every bokeh root's div carries it (the
+#: explorers' static HTML and ``bokeh.io.show`` output alike).
+BOKEH_MARK = "data-root-id"
 
 RUN_FOLDERS = ("notebooks", "exercises")
 
@@ -116,7 +117,7 @@ def run_it_box(app: Sphinx, pagename: str, has_explorers: bool) -> str:
 
 def page_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     body = context.get("body", "")
-    if any(mark in body for mark in BOKEH_MARKS):
+    if BOKEH_MARK in body:
         for name in BOKEH_BUNDLES:
             app.add_js_file(f"bokeh/{_bokeh_file(name)}", priority=400)
     if pagename.split("/")[0] in RUN_FOLDERS and "</h1>" in body:
@@ -125,11 +126,23 @@ def page_context(app: Sphinx, pagename: str, templatename: str, context: dict, d
         context["body"] = head + "</h1>" + box + rest
 
 
-def drop_widget_state(app: Sphinx, doctree) -> None:
+#: What only bokeh's notebook loader script contains (its AUTOLOAD_NB_JS template); the script
+#: that ``bokeh.io.show`` outputs to embed one plot does not.  If bokeh renames it, the book test
+#: sees 4 MB pages and says so.
+BOKEH_LOADER_MARK = "_bokeh_onload_callbacks"
+
+
+def drop_widget_state_and_bokeh_loader(app: Sphinx, doctree) -> None:
     from myst_nb.sphinx_ import NbMetadataCollector
 
     if app.env.docname in NbMetadataCollector.get_doc_data(app.env):
         NbMetadataCollector.get_js_files(app.env, app.env.docname).pop("ipywidgets_state", None)
+    # myst-nb keeps every mime type of an output until it picks one per builder: remove the
+    # loader's JavaScript here, so the output has nothing left to show.
+    for node in list(doctree.findall(nodes.container)):
+        if (node.get("mime_type") == "application/javascript"
+                and BOKEH_LOADER_MARK in node.astext()):
+            node.parent.remove(node)
 
 
 class RepositoryLinks:
@@ -168,7 +181,7 @@ def inline_attachments(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", inline_attachments)
-    app.connect("doctree-read", drop_widget_state)
+    app.connect("doctree-read", drop_widget_state_and_bokeh_loader)
     # before Sphinx's download collector (priority 500) would copy the file into the site
     app.connect("doctree-read", RepositoryLinks.rewrite, priority=400)
     app.connect("html-page-context", page_context)

@@ -10,7 +10,9 @@
 * turns links to repository files that are not pages of the book (``solutions/``, the package's
   source, data files) into links to the file in the repository;
 * shows images attached to notebook cells (``![…](attachment:name.png)``, which myst-nb does not
-  read) by inlining them as ``data:`` URIs.
+  read) by inlining them as ``data:`` URIs;
+* after a build, forgets executed notebooks that no longer match their source (jupyter-cache
+  keeps every version, about 8 MB each, mostly the inlined BokehJS of ``setup()``).
 """
 
 from __future__ import annotations
@@ -18,16 +20,15 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
+from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import bokeh
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
-from sphinx.util import logging
-
-log = logging.getLogger(__name__)
 
 #: The parts of MathJax 3 a page can load: the TeX-to-SVG component (SVG needs no web fonts, so
 #: it also works from file://) and what it may fetch later (TeX packages on first use, the menu,
@@ -82,7 +83,6 @@ def _binder_link(app: Sphinx, path: str) -> str:
         org, name = url.path.strip("/").split("/")[:2]
         base = f"{binder}/v2/gh/{org}/{name}/{branch}"
     else:
-        from urllib.parse import quote
         base = f"{binder}/v2/git/{quote(repo, safe='')}/{branch}"
     return f"{base}?urlpath=lab/tree/{path}"
 
@@ -145,24 +145,31 @@ def drop_widget_state_and_bokeh_loader(app: Sphinx, doctree) -> None:
             node.parent.remove(node)
 
 
-class RepositoryLinks:
-    """Links to files outside the book: to the file in the repository, not a local copy."""
+def link_outside_files_to_the_repository(app: Sphinx, doctree) -> None:
+    """Links to repository files that are not pages of the book -- a solution notebook, the
+    package's source, a data file -- go to the file in the repository, not to a local copy
+    (MyST would copy a plain file into the site, and call a notebook outside it a broken link)."""
+    opts = app.config.html_theme_options
+    blob = f"{opts['repository_url'].rstrip('/')}/blob/{opts['repository_branch']}"
+    docdir = posixpath.dirname(app.env.docname)
+    for node in list(doctree.findall(addnodes.download_reference)):
+        path = posixpath.normpath(posixpath.join(docdir, node["reftarget"]))
+        if not path.startswith(".."):
+            node.replace_self(_external(f"{blob}/{path}", node.children))
+    for node in list(doctree.findall(addnodes.pending_xref)):
+        target = node.get("reftarget", "")
+        if node.get("reftype") != "myst" or node.get("refdomain") != "doc" or (
+                target in app.env.found_docs):
+            continue
+        for suffix in app.config.source_suffix:
+            if (Path(app.srcdir) / f"{target}{suffix}").is_file():
+                node.replace_self(_external(f"{blob}/{target}{suffix}", node.children))
+                break
 
-    @staticmethod
-    def rewrite(app: Sphinx, doctree) -> None:
-        docname = app.env.docname
-        repo = app.config.html_theme_options["repository_url"].rstrip("/")
-        branch = app.config.html_theme_options["repository_branch"]
-        for node in list(doctree.findall(nodes.Element)):
-            if node.tagname != "download_reference":
-                continue
-            target = node.get("reftarget", "")
-            path = posixpath.normpath(posixpath.join(posixpath.dirname(docname), target))
-            if path.startswith(".."):
-                continue
-            ref = nodes.reference("", "", *node.children, refuri=f"{repo}/blob/{branch}/{path}",
-                                  classes=["external"])
-            node.replace_self(ref)
+
+def _external(url: str, children) -> nodes.reference:
+    return nodes.reference("", "", *[c.deepcopy() for c in children], refuri=url,
+                           classes=["external"])
 
 
 def inline_attachments(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -179,11 +186,32 @@ def inline_attachments(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = json.dumps(nb)
 
 
+def prune_cache(app: Sphinx, exc) -> None:
+    """Keep one executed copy per notebook: the one that matches its source now."""
+    if exc is not None or app.config.nb_execution_mode != "cache":
+        return
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(app.config.nb_execution_cache_path)
+    current, keep = set(), set()
+    for docname in app.env.found_docs:
+        path = Path(app.env.doc2path(docname))
+        if path.suffix == ".ipynb":
+            current.add(str(path))
+            with suppress(KeyError):                       # not executed (the exercises)
+                keep.add(cache.match_cache_notebook(nbformat.read(path, as_version=4)).pk)
+    for record in cache.list_cache_records():
+        if record.uri in current and record.pk not in keep:
+            cache.remove_cache(record.pk)
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", inline_attachments)
     app.connect("doctree-read", drop_widget_state_and_bokeh_loader)
     # before Sphinx's download collector (priority 500) would copy the file into the site
-    app.connect("doctree-read", RepositoryLinks.rewrite, priority=400)
+    app.connect("doctree-read", link_outside_files_to_the_repository, priority=400)
     app.connect("html-page-context", page_context)
     app.connect("build-finished", copy_assets)
+    app.connect("build-finished", prune_cache)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -179,6 +179,11 @@ def test_a_rebuild_takes_every_notebooks_outputs_from_the_cache(site):
     assert "Executing notebook" not in log
     for nb in lessons:
         assert re.search(rf"{nb.name}: Using cached notebook", log), f"{nb.name} not from the cache"
+    # one executed copy per lesson is kept (older versions are pruned after each build)
+    from jupyter_cache import get_cache
+
+    records = get_cache(_course().BOOK_CACHE / "jupyter").list_cache_records()
+    assert sorted(Path(r.uri).name for r in records) == [nb.name for nb in lessons]
 
 
 # -- in a browser ------------------------------------------------------------------------------

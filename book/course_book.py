@@ -9,6 +9,9 @@
   loader (``gpu_lessons.setup()``'s output: all of BokehJS inlined, about 4 MB a page);
 * turns links to repository files that are not pages of the book (``solutions/``, the package's
   source, data files) into links to the file in the repository;
+* makes a code span that names a page of the book a link to it: `docs/measured/h200.md`,
+  `notebooks/05_roofline.ipynb`, or a lesson's name as the README's table writes it,
+  `05_roofline`;
 * shows images attached to notebook cells (``![…](attachment:name.png)``, which myst-nb does not
   read) by inlining them as ``data:`` URIs;
 * after a build, forgets executed notebooks that no longer match their source (jupyter-cache
@@ -167,6 +170,35 @@ def link_outside_files_to_the_repository(app: Sphinx, doctree) -> None:
                 break
 
 
+def link_code_spans_that_name_pages(app: Sphinx, doctree) -> None:
+    """`docs/sources.md` or `05_roofline` in backticks becomes a link to that page."""
+    pages = {}
+    for doc in app.env.found_docs:
+        path = Path(app.env.doc2path(doc)).relative_to(app.srcdir).as_posix()
+        pages[path] = doc
+        if doc.startswith("notebooks/"):
+            pages[posixpath.basename(doc)] = doc         # a lesson by its name alone
+    for node in list(doctree.findall(nodes.literal)):
+        doc = pages.get(node.astext())
+        if doc is None or doc == app.env.docname or _inside(node, (nodes.reference, nodes.title,
+                                                                    addnodes.pending_xref)):
+            continue
+        # resolved by MyST as if written [`docs/sources.md`](docs/sources.md): the code kept
+        ref = addnodes.pending_xref("", nodes.inline("", "", node.deepcopy()), refdomain="doc",
+                                    reftype="myst", reftarget=doc, reftargetid=None,
+                                    refexplicit=True, refdoc=app.env.docname)
+        node.replace_self(ref)
+
+
+def _inside(node, kinds) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, kinds):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _external(url: str, children) -> nodes.reference:
     return nodes.reference("", "", *[c.deepcopy() for c in children], refuri=url,
                            classes=["external"])
@@ -211,6 +243,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", drop_widget_state_and_bokeh_loader)
     # before Sphinx's download collector (priority 500) would copy the file into the site
     app.connect("doctree-read", link_outside_files_to_the_repository, priority=400)
+    app.connect("doctree-read", link_code_spans_that_name_pages)
     app.connect("html-page-context", page_context)
     app.connect("build-finished", copy_assets)
     app.connect("build-finished", prune_cache)

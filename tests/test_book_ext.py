@@ -54,7 +54,8 @@ def built(tmp_path_factory) -> Path:
     (src / "index.md").write_text("# Tiny\n\n```{toctree}\n:glob:\n\nnotebooks/*\nexercises/*\n```\n")
     picture = nbformat.v4.new_markdown_cell(
         "# 01 · A lesson\n\n![a chip](attachment:chip.png)\n\n"
-        "See [the solution](../solutions/01_lesson.ipynb) and [the code](../pkg/model.py).")
+        "See [the solution](../solutions/01_lesson.ipynb) and [the code](../pkg/model.py).\n\n"
+        "Next: `02_alone`; practise with `exercises/01_lesson.ipynb`; not a page: `03_missing`.")
     picture.attachments = {"chip.png": {"image/png": PNG}}
     loader = nbformat.v4.new_code_cell("import gpu_lessons")
     loader.outputs = [nbformat.v4.new_output(
@@ -109,3 +110,12 @@ def test_bokeh_loader_is_dropped_and_bokehjs_not_loaded_without_plots(built):
     assert not re.search(r"_static/bokeh/bokeh-[\d.]+\.min\.js", page)  # no plot on this page
     assert list((built / "_static" / "bokeh").glob("bokeh-*.min.js"))
     assert (built / "_static" / "mathjax" / "tex-svg.js").exists()
+
+
+def test_code_spans_naming_pages_become_links(built):
+    page = (built / "notebooks" / "01_lesson.html").read_text(encoding="utf-8")
+    for href, text in (("02_alone.html", "02_alone"),
+                       ("../exercises/01_lesson.html", "exercises/01_lesson.ipynb")):
+        assert re.search(rf'<a class="reference internal" href="{re.escape(href)}">'
+                         rf'<span[^>]*><code[^>]*><span class="pre">{re.escape(text)}<', page), text
+    assert re.search(r'(?<!">)<code[^>]*><span class="pre">03_missing<', page)   # left as code

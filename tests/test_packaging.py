@@ -11,19 +11,35 @@ def _name(spec: str) -> str:
     return re.split(r"[<>=!~ \[]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def test_environment_yml_lists_the_same_runtime_packages_as_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    runtime = {_name(d) for d in project["dependencies"]}
-    runtime |= {_name(d) for d in project["optional-dependencies"]["book"]}  # Binder builds it too
-    conda, in_deps = set(), False
+def _environment_yml() -> tuple[set[str], set[str]]:
+    """Package names in environment.yml: conda-forge's, and those its ``pip:`` section installs
+    (packages conda-forge does not have)."""
+    conda, pip, in_deps, in_pip = set(), set(), False, False
     for line in (ROOT / "environment.yml").read_text().splitlines():
         if not line.startswith(" ") and line.strip():
             in_deps = line.startswith("dependencies:")
-        m = re.match(r"\s*-\s+([A-Za-z0-9_.\-]+)", line)
+        if re.match(r"\s*-\s+pip:", line):
+            in_pip = True
+            continue
+        m = re.match(r"(\s*)-\s+([A-Za-z0-9_.\-]+)", line)
         if in_deps and m:
-            conda.add(_name(m.group(1)))
-    conda -= {"python", "pip"}
-    assert runtime == conda, f"pyproject only: {runtime - conda}; environment.yml only: {conda - runtime}"
+            if in_pip and len(m.group(1)) <= 2:       # back at the top level of dependencies
+                in_pip = False
+            (pip if in_pip else conda).add(_name(m.group(2)))
+    return conda - {"python", "pip"}, pip
+
+
+def test_environment_yml_lists_the_same_runtime_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    # Binder builds the book too, so the book extra is in environment.yml with the runtime
+    wanted = {_name(d) for d in project["dependencies"]} | {_name(d) for d in extras["book"]}
+    conda, pip = _environment_yml()
+    listed = conda | pip
+    assert wanted <= listed, f"pyproject only: {wanted - listed}"
+    assert conda <= wanted, f"environment.yml only: {conda - wanted}"
+    every_extra = {_name(d) for deps in extras.values() for d in deps}
+    assert pip <= wanted | every_extra, f"pip section only: {pip - wanted - every_extra}"
 
 
 def test_console_script_and_extras():

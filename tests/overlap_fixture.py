@@ -8,8 +8,9 @@ chosen so its consequences can be derived by hand in the tests:
   gradients per layer (256 MiB in all);
 * all-reduces follow the ring model exactly with **α = 10 µs, B = 200 GB/s**: for p = 2,
   ``t = 2·α + S / B`` = 20 µs + S / (200 GB/s), so a fit must give back α and B;
-* contention: the GEMMs take 1,600 / 0.9 µs beside the all-reduces (so ``comm_sm_fraction``
-  = 0.1) and the 64 MiB all-reduces 400 µs apiece instead of 355.54432 µs;
+* contention: the GEMMs start 30 µs after the all-reduces (the host queued those first) and
+  take 1,600 / 0.9 µs beside them (so ``comm_sm_fraction`` = 0.1); the 64 MiB all-reduces take
+  400 µs apiece instead of 355.54432 µs;
 * overlap, measured exposed communication: 300 µs with 32 MiB buckets, 600 µs with 64 MiB
   buckets (outside 20 % of the model on purpose) and 1,400 µs with one 256 MiB bucket.
 
@@ -36,6 +37,7 @@ BUCKETS = (32 * MiB, 64 * MiB, 256 * MiB)
 #: bucket bytes -> (measured exposed µs, compute-stream time during overlap µs)
 OVERLAP = {32 * MiB: (300.0, 1720.0), 64 * MiB: (600.0, 1700.0), 256 * MiB: (1400.0, 1600.0)}
 CONTENTION_BYTES = 64 * MiB
+COMPUTE_START_US = 30.0                 # the host queued the all-reduces first
 COMPUTE_UNDER_US = 1600.0 / 0.9
 ALLREDUCE_UNDER_US = 400.0
 COUNT = 6
@@ -70,6 +72,7 @@ def _rank(rank: int) -> dict:
                      "compute_samples": _repeats(OVERLAP[cap][1], rank)} for cap in BUCKETS],
         "contention": {"allreduce_bytes": CONTENTION_BYTES, "count": COUNT,
                        "allreduce_alone_samples": _repeats(ring_us(CONTENTION_BYTES), rank),
+                       "compute_start_samples": [COMPUTE_START_US * 1e-6] * 3,
                        "compute_samples": _repeats(COMPUTE_UNDER_US, rank),
                        "comm_end_samples": [ends, ends, ends],
                        "total_samples": _repeats(COUNT * ALLREDUCE_UNDER_US, rank)},

@@ -95,8 +95,9 @@ def test_contention_gives_the_sm_share_and_the_comm_slowdown(m):
     # compute 1600 µs alone, 1600 / 0.9 beside NCCL: runs at 0.9 of its speed, f = 0.1
     assert c.compute_slowdown == pytest.approx(1 / 0.9 - 1)
     assert c.comm_sm_fraction == pytest.approx(0.1)
-    # all-reduces ended at 400, 800, … µs; the compute at 1777.8 µs: those ending at 800, 1200
-    # and 1600 µs ran wholly beside it, 400 µs each, vs 355.54432 µs alone
+    # all-reduces ended at 400, 800, … µs; the GEMMs ran from 30 to 1807.8 µs: the ones from
+    # 400 to 800, 800 to 1200 and 1200 to 1600 µs ran wholly beside them, 400 µs each, vs
+    # 355.54432 µs alone (the first started before the GEMMs, the fifth ended after them)
     assert c.allreduce_alone_us == pytest.approx(355.54432)
     assert c.allreduce_under_us == pytest.approx(400.0)
     assert c.comm_slowdown == pytest.approx(400 / 355.54432 - 1)
@@ -457,3 +458,12 @@ def test_model_line_is_a_staircase_between_whole_layers(m):
     a, b, c = overlap_model.predicted_exposed_us(m, [33 * MiB, 48 * MiB, 64 * MiB], fit=fit)
     assert a == b == c
     assert np.all(np.isfinite(overlap_model.predicted_exposed_us(m, [1, 2**40], fit=fit)))
+
+
+def test_only_all_reduces_wholly_beside_the_gemms_count():
+    # all-reduces end at 100, 400, 600, 900 µs; the GEMMs run 300..1000 µs: the one from 100 to
+    # 400 started before them and is left out; 400→600 and 600→900 µs count: median 250 µs
+    ends = [100e-6, 400e-6, 600e-6, 900e-6]
+    assert overlap._comm_under(ends, 300e-6, 1000e-6) == pytest.approx(250e-6)
+    assert overlap._comm_under(ends, 0.0, 1000e-6) == pytest.approx(300e-6)
+    assert overlap._comm_under(ends, 300e-6, 500e-6) is None

@@ -344,7 +344,9 @@ class OverlapPoint:
 class Contention:
     """Phase (d): the GEMM chain while ``count`` all-reduces of ``allreduce_bytes`` ran beside it
     from start to finish.  Times in µs.  ``allreduce_under_us`` is the median time per
-    all-reduce among those that ended while the GEMMs still ran (``None`` if none did)."""
+    all-reduce among those that ran wholly while the GEMMs ran (``None`` if none did).  The
+    GEMMs are timed from when the host queued the first of them: the all-reduces were queued
+    first, and the compute stream's wait for the host is not a slowdown."""
 
     allreduce_bytes: int
     count: int
@@ -381,9 +383,10 @@ class Contention:
                 f"all-reduce {comm})")
 
 
-def _comm_under(ends: list[float], compute_s: float) -> float | None:
-    """Median duration of the all-reduces (after the first) that ended before the compute."""
-    done = [b - a for a, b in itertools.pairwise(ends) if b <= compute_s]
+def _comm_under(ends: list[float], begin_s: float, end_s: float) -> float | None:
+    """Median duration of the back-to-back all-reduces that ran wholly while the GEMMs ran
+    (from ``begin_s`` to ``end_s``; an all-reduce runs from the previous one's end to its own)."""
+    done = [b - a for a, b in itertools.pairwise(ends) if a >= begin_s and b <= end_s]
     return median_of(done) if done else None
 
 
@@ -395,8 +398,12 @@ def _contention(ranks: list[dict], compute_alone_us: float) -> Contention:
                       for r in ranks], "contention allreduce_alone_samples")
     per_repeat = []
     for i in range(min(len(r["contention"]["comm_end_samples"]) for r in ranks)):
-        vals = [_comm_under(r["contention"]["comm_end_samples"][i],
-                            r["contention"]["compute_samples"][i]) for r in ranks]
+        vals = []
+        for r in ranks:
+            c = r["contention"]
+            begin = float(c["compute_start_samples"][i])
+            vals.append(_comm_under([float(e) for e in c["comm_end_samples"][i]], begin,
+                                    begin + float(c["compute_samples"][i])))
         if all(v is not None for v in vals):
             per_repeat.append(max(vals))
     under = median_of(per_repeat) * 1e6 if per_repeat else None

@@ -243,8 +243,12 @@ def measure_overlap(config: OverlapConfig | None = None, *, world_size: int | No
     Call it through :func:`gpu_lessons.measure.on_gpus` in a notebook: with fewer than two
     GPUs that prints one line instead.  Needs PyTorch with NCCL.
     """
-    print(f"Measuring overlap on {'every' if world_size is None else world_size} GPU(s): "
-          "processes start, then about a minute of timed runs …", flush=True)
+    if world_size is None:
+        import torch
+
+        world_size = torch.cuda.device_count()
+    print(f"Measuring overlap on {world_size} GPUs, one process each over NCCL: about a minute "
+          "…", flush=True)
     return overlap_from_raw(run_overlap_raw(config, world_size=world_size,
                                             timeout_s=timeout_s))
 

@@ -361,11 +361,23 @@ def measure_overlap_raw(config: OverlapConfig, backend: str) -> dict:
     if backend == "nccl":
         run.clock = _nvml_by_uuid(meta["uuid"])
 
+    began = time.monotonic()
+
+    def done(what):          # progress on rank 0's stdout (the device tool's log)
+        if rank == 0:
+            print(f"[overlap] {what} done at {time.monotonic() - began:.1f} s", flush=True)
+
     compute = run.compute()
+    done("(a) compute alone")
     allreduce = run.allreduce_sweep()
-    overlap = [run.overlapped(b) for b in config.bucket_bytes]
+    done("(b) all-reduce sweep")
+    overlap = []
+    for b in config.bucket_bytes:
+        overlap.append(run.overlapped(b))
+        done(f"(c) overlap with {b} B buckets")
     ordered = sorted(compute)
     contention = run.contention(ordered[len(ordered) // 2])
+    done("(d) contention")
     ops.barrier()
     meta["clock"] = nvml.summarize(run.clock_samples)
     mine = {"meta": meta, "compute_samples": compute, "allreduce": allreduce,

@@ -467,3 +467,36 @@ def test_only_all_reduces_wholly_beside_the_gemms_count():
     assert overlap._comm_under(ends, 300e-6, 1000e-6) == pytest.approx(250e-6)
     assert overlap._comm_under(ends, 0.0, 1000e-6) == pytest.approx(300e-6)
     assert overlap._comm_under(ends, 300e-6, 500e-6) is None
+
+
+def test_nccl_set_up_is_read_from_its_log(m):
+    # NCCL's INFO lines (src/init.cc: "%d coll channels, %d collnet channels, %d nvls channels,
+    # %d p2p channels, %d p2p channels per peer"; src/transport.cc: "Channel %02d/%01d : %d[%d]
+    # -> %d[%d] via %s"), as NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT writes them
+    log = ("host:10:10 [0] NCCL INFO NCCL version 2.27.3+cuda12.9\n"
+           "host:10:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+           "host:10:10 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+           "host:10:10 [0] NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, "
+           "32 p2p channels, 32 p2p channels per peer\n"
+           "host:10:10 [0] NCCL INFO Init COMPLETE\n")
+    other = log.replace("24 coll", "16 coll").replace("P2P/CUMEM/read", "SHM/direct/direct")
+    s = overlap.nccl_init_summary([log, other])
+    assert s["coll_channels"] == 24 and s["transports"] == ["P2P/CUMEM/read", "SHM/direct/direct"]
+    assert len(s["lines"]) == 8 and not any("Init COMPLETE" in ln for ln in s["lines"])
+    assert overlap.nccl_init_summary([]) == {"coll_channels": None, "transports": [], "lines": []}
+    raw = fx.build()
+    raw["meta"]["nccl_init"] = s
+    raw["by_rank"][0]["meta"]["sms"] = 132
+    md = overlap_model.report_markdown(overlap_from_raw(raw))
+    assert ("24 channels: a collective runs at most 24 thread blocks, one per SM = 18.2% of the "
+            "132 SMs") in md
+
+
+def test_environment_is_put_back(monkeypatch):
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    monkeypatch.delenv("NCCL_DEBUG_FILE", raising=False)
+    import os
+
+    with multigpu.environment({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": "/tmp/x.%p"}):
+        assert os.environ["NCCL_DEBUG"] == "INFO" and os.environ["NCCL_DEBUG_FILE"] == "/tmp/x.%p"
+    assert os.environ["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_FILE" not in os.environ

@@ -18,6 +18,7 @@ service for others, and the measurements here do not need them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from datetime import timedelta
@@ -37,6 +38,22 @@ class MultiGpuError(RuntimeError):
 def switch_off_multicast() -> None:
     """Set :data:`NVLS_OFF` in this process's environment (inherited by its children)."""
     os.environ.update(NVLS_OFF)
+
+
+@contextlib.contextmanager
+def environment(values: dict):
+    """Set ``values`` in this process's environment (and so in processes started inside the
+    block), then put back what was there before."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def multi_gpu_status(min_gpus: int = 2) -> tuple[bool, str]:

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -226,13 +227,35 @@ def run_overlap_raw(config: OverlapConfig | None = None, *, world_size: int | No
         rendezvous = f"file://{tmp}/rendezvous"
         out = os.path.join(tmp, "record.json")
         args = (world, backend, config.to_raw(), rendezvous, out, limit)
-        if in_process:
-            _worker(0, *args)
-        else:
-            multigpu.spawn(_worker, world, args, timeout_s=limit)
+        # NCCL's own account of its set-up (channels, transports), into files of the run
+        log = {} if backend != "nccl" or "NCCL_DEBUG" in os.environ else {
+            "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT",
+            "NCCL_DEBUG_FILE": os.path.join(tmp, "nccl.%h.%p.log")}
+        with multigpu.environment(log):
+            if in_process:
+                _worker(0, *args)
+            else:
+                multigpu.spawn(_worker, world, args, timeout_s=limit)
         if not os.path.exists(out):
             raise multigpu.MultiGpuError("the run ended without writing its record")
-        return json.loads(Path(out).read_text())
+        record = json.loads(Path(out).read_text())
+        if log:
+            texts = [p.read_text(errors="replace") for p in sorted(Path(tmp).glob("nccl.*.log"))]
+            record["meta"]["nccl_init"] = nccl_init_summary(texts)
+        return record
+
+
+def nccl_init_summary(texts: list[str]) -> dict:
+    """What NCCL said while setting up (``NCCL_DEBUG=INFO``, subsystem INIT): the most
+    channels a collective may use (each runs one thread block, on one SM), the transports
+    between GPUs (``P2P/CUMEM``: NVLink or PCIe peer to peer; ``SHM``: through host memory),
+    and the lines those came from."""
+    keep = [ln.strip() for t in texts for ln in t.splitlines()
+            if re.search(r"coll channels| via |NVLS|NCCL version", ln)]
+    channels = [int(m.group(1)) for ln in keep if (m := re.search(r"(\d+) coll channels", ln))]
+    via = sorted({m.group(1) for ln in keep if (m := re.search(r" via (\S+)", ln))})
+    return {"coll_channels": max(channels) if channels else None, "transports": via,
+            "lines": keep[:80]}
 
 
 def measure_overlap(config: OverlapConfig | None = None, *, world_size: int | None = None,

@@ -315,6 +315,13 @@ def report_markdown(m: OverlapMeasurement) -> str:
                        "slowest rank per run, " + ("CUDA events" if m.backend == "nccl" else
                                                    "host clocks (gloo on the CPU)") +
                        f"; all-reduce = {c.iters} back-to-back operations per timed run")]
+    nccl = meta.get("nccl_init") or {}
+    if nccl.get("coll_channels"):
+        n, sms = nccl["coll_channels"], m.raw["by_rank"][0]["meta"].get("sms")
+        share = f" = {n / sms:.1%} of the {sms} SMs" if sms else ""
+        cond.append(("NCCL set-up (NCCL_DEBUG=INFO)",
+                     f"{n} channels: a collective runs at most {n} thread blocks, one per SM"
+                     f"{share}; transports {', '.join(nccl.get('transports', [])) or '—'}"))
     clocks = [r.get("meta", {}).get("clock") for r in m.raw.get("by_rank", [])]
     clocks = [k for k in clocks if k]
     if clocks:

@@ -502,7 +502,13 @@ def allreduce_time(nbytes: float, gpus: int, link_bandwidth, *, latency_us: floa
     bw = _link(link_bandwidth)
     alpha = _nonneg("latency_us", latency_us) * 1e-6
     p = _validate.integer("gpus", gpus, low=1, high=1_000_000)
-    return 2 * (p - 1) * alpha + ring_allreduce_bytes(nbytes, p) / bw
+    return _ring_seconds(_nonneg("nbytes", nbytes), p, bw, alpha)
+
+
+def _ring_seconds(nbytes: float, p: int, bw: float, alpha_s: float) -> float:
+    """:func:`allreduce_time`'s formula on arguments already checked (a step's buckets call
+    it many times, and checking the same numbers again would cost more than the formula)."""
+    return 2 * (p - 1) * alpha_s + 2 * (p - 1) / p * nbytes / bw
 
 
 def gradient_buckets(grad_bytes, bucket_bytes: float | None = None) -> list[list[int]]:
@@ -679,7 +685,7 @@ def training_step(forward_ms, backward_ms=None, grad_bytes=0.0, *, gpus: int,
 
     groups = gradient_buckets(grads, cap)
     last_of = {g[-1]: i for i, g in enumerate(groups)}
-    durations = [allreduce_time(sum(grads[i] for i in g), p, bw, latency_us=alpha) * 1e3
+    durations = [_ring_seconds(sum(grads[i] for i in g), p, bw, alpha * 1e-6) * 1e3
                  for g in groups]
 
     seg: list[Segment] = []

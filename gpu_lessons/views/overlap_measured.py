@@ -49,6 +49,7 @@ class MeasuredOverlapPanel:
     def __init__(self, measured):
         m = self.measurement = as_measurement(measured)
         self.fit = overlap_model.fit_for(m)
+        self._cache: dict = {}
         per, n = m.config.grad_bytes_per_layer, m.config.n_layers
         # the bucket holds k layers for caps in ((k−1)·per, k·per]: the line is a staircase
         ks = (np.arange(1, n + 1) if n <= MAX_LINE_POINTS else
@@ -90,12 +91,20 @@ class MeasuredOverlapPanel:
         fig.legend.location = "top_left"
         self.figure = fig
 
+    def _model(self, f: float):
+        """The model's line and comparison at SM share ``f`` (kept: the slider has 96 stops)."""
+        if f not in self._cache:
+            m, fit = self.measurement, self.fit
+            self._cache[f] = (
+                overlap_model.predicted_exposed_us(m, self.caps, fit=fit, comm_sm_fraction=f),
+                overlap_model.compare_overlap(m, comm_sm_fraction=f, fit=fit))
+        return self._cache[f]
+
     def update(self, comm_sm_fraction: float) -> str:
         """Redraw the model with ``comm_sm_fraction``; return the readout (HTML)."""
         m, fit = self.measurement, self.fit
-        self.line.data = dict(self.line.data, model_us=overlap_model.predicted_exposed_us(
-            m, self.caps, fit=fit, comm_sm_fraction=comm_sm_fraction))
-        cmp_ = overlap_model.compare_overlap(m, comm_sm_fraction=comm_sm_fraction, fit=fit)
+        line, cmp_ = self._model(float(comm_sm_fraction))
+        self.line.data = dict(self.line.data, model_us=line)
         self.comparison = cmp_
         self.points.data = dict(self.points.data, model_us=[r.predicted_us for r in cmp_.rows],
                                 error=[overlap_model.signed_percent(r.error) for r in cmp_.rows])

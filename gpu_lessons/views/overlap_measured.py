@@ -67,7 +67,7 @@ class MeasuredOverlapPanel:
             n_buckets=[p.n_buckets for p in m.points],
             model_us=[0.0] * len(m.points), error=[""] * len(m.points)))
 
-        fig = figure(x_axis_type="log", height=300, width=980, toolbar_location=None,
+        fig = figure(x_axis_type="log", height=320, width=980, toolbar_location=None,
                      x_axis_label="bucket size (MiB, log scale)",
                      y_axis_label="exposed communication (µs)",
                      title=f"measured on {m.label}: step − compute alone")
@@ -76,9 +76,12 @@ class MeasuredOverlapPanel:
         bare_line = fig.step("bucket_mib", "bare_us", source=self.line, mode="before",
                              line_width=2, line_dash="dashed", color=PALETTE[5],
                              legend_label="model, no SM sharing")
+        at = fig.scatter("bucket_mib", "model_us", source=self.points, size=9, marker="circle",
+                         fill_color="white", line_color=PALETTE[0], line_width=2,
+                         legend_label="model at the measured sizes")
         dots = fig.scatter("bucket_mib", "measured_us", source=self.points, size=13,
                            marker="diamond", color=PALETTE[3], legend_label="measured")
-        fig.add_tools(HoverTool(renderers=[dots], tooltips=[
+        fig.add_tools(HoverTool(renderers=[dots, at], tooltips=[
             ("bucket", "@bucket_mib{0,0.0} MiB (@n_buckets buckets)"),
             ("measured exposed", "@measured_us{0,0.0} µs"),
             ("of which compute slowed", "@slowdown_us{0,0.0} µs"),
@@ -88,7 +91,12 @@ class MeasuredOverlapPanel:
             ("bucket", "@bucket_mib{0,0.0} MiB"), ("model", "@model_us{0,0.0} µs"),
             ("no SM sharing", "@bare_us{0,0.0} µs")]))
         fig.y_range.start = 0
-        fig.legend.location = "top_left"
+        # bucket sizes are powers of two in MiB: label those (the log axis would skip most)
+        lo, hi = np.log2(self._x.min()), np.log2(self._x.max())
+        fig.xaxis.ticker = [float(2**k) for k in range(int(np.floor(lo)), int(np.ceil(hi)) + 1)]
+        legend = fig.legend[0]          # outside, on the right, as the explorer's other plots
+        fig.center.remove(legend)
+        fig.add_layout(legend, "right")
         self.figure = fig
 
     def _model(self, f: float):

@@ -24,7 +24,16 @@ prediction beside each point.
 On one GPU the run is a **smoke test** of the code path: an all-reduce over one rank moves
 nothing between GPUs, so its numbers are not a measurement of communication and the record
 says so (``smoke_test``).  PyTorch is imported only inside the run (and its processes), never
-when this module is imported; results load, compare and plot without it.
+when this module is imported; results load, compare and plot without it::
+
+    from gpu_lessons.measure import on_gpus
+    from gpu_lessons.measure.overlap import measure_overlap, load_overlap
+    m = on_gpus(2, measure_overlap)           # fewer than 2 GPUs: one line, None
+    m.compare()                               # the model beside every bucket size
+    m.save("overlap.json"); load_overlap("overlap.json")
+
+A record is data: :func:`load_overlap` parses JSON and checks every field it uses (a damaged
+or foreign file raises ``ValueError`` saying what is wrong); nothing in it is executed.
 """
 
 from __future__ import annotations

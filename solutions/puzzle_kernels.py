@@ -106,6 +106,26 @@ def dot_kernel(t, a, b, out):
         out[0] = cache[0]
 
 
+def histogram_global_kernel(t, x, hist, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    t.atomic_add(hist, x[i], 1)
+
+
+def histogram_shared_kernel(t, x, hist, n):
+    bins = t.shared(16, np.int32)             # this block's private histogram
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid < 16):                     # one global atomic per bin, all different
+        t.atomic_add(hist, tid, bins[tid])
+
+
 # -- lesson 04: coalescing and banks ------------------------------------------------------------
 
 
@@ -274,6 +294,29 @@ def reduce_kernel(t, x, out):
         s //= 2
     with t.if_(tid == 0):
         out[t.block_idx.x] = sdata[0]
+
+
+def reduce_shuffle_kernel(t, x, out):
+    totals = t.shared(8, np.float32)          # one total per warp
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:                              # the warp's 32 values, in registers
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(t.warp == 0):
+        w = t.local(0.0)
+        with t.if_(tid < 8):
+            w[...] = totals[tid]
+        d = 4
+        while d > 0:
+            w[...] = w + t.shfl_down(w, d)
+            d //= 2
+        with t.if_(tid == 0):
+            out[t.block_idx.x] = w
 
 
 def scan_hillis_steele_kernel(t, x, out):

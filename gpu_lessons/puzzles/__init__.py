@@ -82,18 +82,11 @@ def evaluate(puzzle_id: str, kernel, *, seed: int = 0, constants=None,
     (``block=256`` for ``"occupancy"``).
     """
     p = find(puzzle_id)
-    if isinstance(kernel, str):
-        try:
-            kernel = kernel_from_source(kernel, p.kernel_name if f"def {p.kernel_name}"
-                                        in kernel else None, constants)
-        except (SyntaxError, ValueError, TypeError) as exc:
-            return PuzzleResult(p.id, FAILED, False, f"✗ {p.id}: the kernel's source does not "
-                                f"compile: {exc}", "language")
     unknown = set(choices) - set(p.choices)
     if unknown:
         raise TypeError(f"{p.id} has no launch choice {', '.join(sorted(unknown))}"
                         + (f" (it has: {', '.join(p.choices)})" if p.choices else ""))
-    return judge(p, kernel, seed=seed, choices=choices)
+    return judge(p, kernel, seed=seed, choices=choices, constants=constants)
 
 
 def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import simt
 from .._format import html_table
+from ..kernel_lang import KernelLanguageError
 from . import _kernel, _metrics
 
 PASSED = "passed"
@@ -281,8 +282,9 @@ def _html_escape(text: str) -> str:
 # -- judging ------------------------------------------------------------------------------------
 
 def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
-          record: bool = False) -> PuzzleResult:
-    """Run ``kernel`` on every case of ``p`` and return the verdict (see the module doc)."""
+          constants: Mapping | None = None) -> PuzzleResult:
+    """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
+    ``p`` and return the verdict (see the module docstring)."""
     choices = dict(choices or {})
 
     def fail(failure, text, *, case=None, line=None, section=None):
@@ -293,10 +295,18 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
         text += f" — see {section}" if section is not None else ""
         return PuzzleResult(p.id, FAILED, False, f"✗ {p.id}: {text}", failure, line)
 
-    if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
-        why = (f"`{p.kernel_name}` still raises NotImplementedError" if _kernel.is_stub(kernel)
-               else f"choose {', '.join(k for k, v in choices.items() if v is Ellipsis)}")
+    stub = _kernel.is_stub(kernel)
+    if stub or any(v is Ellipsis for v in choices.values()):
+        why = (f"`{p.kernel_name}` still raises NotImplementedError" if stub
+               else f"choose {', '.join(k.upper() for k, v in choices.items() if v is Ellipsis)}")
         return PuzzleResult(p.id, NOT_ATTEMPTED, False, f"… {p.id}: not attempted yet — {why}")
+    if isinstance(kernel, str):
+        try:
+            kernel = _kernel.kernel_from_source(kernel, constants)
+        except KernelLanguageError as exc:
+            return fail("language", str(exc), line=exc.lineno)
+        except (SyntaxError, TypeError, ValueError) as exc:
+            return fail("language", f"the kernel's source cannot be compiled: {exc}")
     problem = _kernel.language_problem(kernel)
     if problem is not None:
         return fail("language", problem[0], line=problem[1])
@@ -323,7 +333,7 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
                                 f"… {p.id}: not attempted yet — `{p.kernel_name}` still raises "
                                 f"NotImplementedError")
         except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
-            text, line = _kernel.explain_error(exc, kernel)
+            text, line = _kernel.explain_error(exc)
             return fail("error", text, case=case, line=line)
         hazard = _hazard(result)
         if hazard is not None:
@@ -336,7 +346,7 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
         runs.append((case, result))
 
     measures, first = [], None
-    for b in p.budgets:
+    for b in (*p.budgets, *_implicit(runs)):
         metric = _metrics.METRICS[b.metric]
         shown = None
         for case, result in runs:
@@ -364,7 +374,7 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
         return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                             b.metric, line, tuple(measures))
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
-                        for b, m in zip(p.budgets, measures, strict=True))
+                        for b, m in zip((*p.budgets, *_implicit(runs)), measures, strict=True))
     return PuzzleResult(p.id, PASSED, True,
                         f"✓ {p.id}: correct on {len(runs)} input{'s' if len(runs) > 1 else ''}"
                         + (f", within every budget: {summary}" if summary else ""),
@@ -375,15 +385,27 @@ RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block
 SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
 
 
+
+#: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
+SHUFFLES_READ_ACTIVE_LANES = Budget(
+    "shuffle_inactive_reads", 0, "a shuffle must name only lanes that take part in it (CUDA "
+    "leaves the value read from an inactive lane undefined)")
+
+
+def _implicit(runs) -> tuple[Budget, ...]:
+    """Budgets every kernel meets whatever the puzzle: none yet, unless it shuffled."""
+    shuffled = any(r.totals.shuffle_instructions for _, r in runs)
+    return (SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()
+
+
 def _hazard(result: simt.SimResult):
     """(failure, text, line, section) for the first race, read of unwritten shared memory or
     barrier reached from different lines."""
     if result.races:
         r = result.races[0]
         return "race", f"{r}: a t.sync() is missing", r.other_line, RACE_SECTION
-    for note in result.notes:
-        if "nothing was written yet" in note:
-            return "uninitialised", note, _kernel.line_of(note), SHARED_SECTION
+    for u in result.uninitialised_reads:
+        return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:
         if "different lines" in note and "t.sync()" in note:
             return "error", note, None, RACE_SECTION

@@ -166,6 +166,40 @@ def _loads_before_first_store(result, case, array, params):
     return (float(min(counts)) if counts else 0.0), first_store
 
 
+def _atomics_per_element(result, case, array, params):
+    """Global atomic lane operations per element of ``array`` (the input they count)."""
+    evs = _events(result, "atom.global")
+    lines = Counter()
+    for e in evs:
+        lines[e.line] += e.active
+    line = lines.most_common(1)[0][0] if lines else None
+    return sum(lines.values()) / case.args[array].size, line
+
+
+def _global_atomics_per_block(result, case, array, params):
+    evs = _events(result, "atom.global")
+    lines = Counter()
+    for e in evs:
+        lines[e.line] += e.active
+    line = lines.most_common(1)[0][0] if lines else None
+    return sum(lines.values()) / _blocks(result), line
+
+
+def _atomic_serialisation(result, case, array, params):
+    """Lanes that hit the most contended address, averaged over the global atomic
+    instructions: 1 when every lane of an atomic updates its own element."""
+    evs = _events(result, "atom.global")
+    if not evs:
+        return 0.0, None
+    return (sum(e.serialisation for e in evs) / len(evs),
+            _worst_line(evs, lambda e: e.serialisation))
+
+
+def _shuffle_inactive_reads(result, case, array, params):
+    reads = result.shuffle_reads
+    return float(result.totals.shuffle_inactive_reads), (reads[0].line if reads else None)
+
+
 def _occupancy_metric(result, case, array, params):
     """Theoretical occupancy of the learner's launch with the kernel's stated resources."""
     block = result.block.x * result.block.y * result.block.z
@@ -206,6 +240,19 @@ METRICS: dict[str, Metric] = {
                                        _loads_before_first_store, True,
                                        (6, "7. A model of latency hiding: warps × "
                                            "independent work"), None),
+    "atomics_per_element": Metric("global atomics per element of {array}", "",
+                                  _atomics_per_element, False,
+                                  (3, "L2: one cache for the whole GPU"), None),
+    "global_atomics_per_block": Metric("global atomics", "per block", _global_atomics_per_block,
+                                       False, (3, "L1 cache and shared memory: one SRAM, two "
+                                                  "uses"), None),
+    "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
+                                   _atomic_serialisation, False,
+                                   (3, "L2: one cache for the whole GPU"), None),
+    "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
+                                     _shuffle_inactive_reads, False,
+                                     (7, "5.3 Stable execution paths: divergence and needless "
+                                         "synchronisation"), None),
     "occupancy": Metric("occupancy on an H100 (CC 9.0)", "%", _occupancy_metric, True,
                         (6, "2. Occupancy and the limits on resident warps")),
 }

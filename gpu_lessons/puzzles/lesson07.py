@@ -85,6 +85,17 @@ PUZZLES = (
             "words.", 12,
             (TREE_BARRIERS, WARP_UNIFORM, NO_CONFLICTS, loads("x"), once("x")),
             (BANKS, BANK_MODEL, DIVERGENCE)),
+    _reduce("reduce_shuffle", "Reduction 4: finish with warp shuffles",
+            "The same sum with one barrier: each warp adds its 32 values with "
+            "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "
+            "stores the warp's total, and after one barrier the first warp adds the 8 "
+            "totals with shuffles again. Shuffles may read only lanes that take part.", 16,
+            (Budget("barriers", 1, "one barrier between the warps' totals and the final sum",
+                    section=STABLE),
+             Budget("shared_requests_per_block", 9, "8 warps store one total each, and the "
+                    "first warp loads them once", section=STABLE),
+             loads("x"), once("x")),
+            (STABLE,)),
     _scan("scan_hillis_steele", "Prefix sum: Hillis–Steele",
           "Inclusive prefix sum of each block's 128 values (`out[i] = x[0] + … + x[i]` "
           "within the block), one thread per value: in step d every thread adds the value "

@@ -77,11 +77,14 @@ class Budget:
     array: str | None = None
     section: Section | None = None
     params: Mapping = field(default_factory=dict, hash=False)
+    limit_text: str = ""  # the limit in words, for a limit that is a function of the size
 
     def __post_init__(self):
         if self.metric not in _metrics.METRICS:
             raise ValueError(f"Budget.metric must be one of {sorted(_metrics.METRICS)}, "
                              f"got {self.metric!r}")
+        if callable(self.limit) and not self.limit_text:
+            raise ValueError("a Budget whose limit is a function needs limit_text")
 
     @property
     def name(self) -> str:
@@ -97,7 +100,7 @@ class Budget:
 
     def describe(self) -> str:
         m = _metrics.METRICS[self.metric]
-        limit = "a limit that grows with the size" if callable(self.limit) else m.show(self.limit)
+        limit = self.limit_text if callable(self.limit) else m.show(self.limit)
         return f"{self.name} {m.relation} {limit}"
 
 

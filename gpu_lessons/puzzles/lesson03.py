@@ -45,7 +45,8 @@ PUZZLES = (
         valid=lambda n: size_int("n", n, low=2),
         budgets=(Budget("loads_per_element", _halo_loads,
                         "each element once, plus two halo values per block but the first: "
-                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=SHARED),
+                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=SHARED,
+                        limit_text="(n + 2·(⌈n / 128⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
         sections=(SHARED,), picture="x",
     ),
@@ -64,7 +65,7 @@ PUZZLES = (
         valid=lambda n: power_of_two("n", n, low=2, high=1024),
         budgets=(Budget("barriers", lambda n: 1 + math.log2(n),
                         "one after the products are stored, one after each of the log₂ n "
-                        "halving steps", section=SHARED),
+                        "halving steps", section=SHARED, limit_text="1 + log₂ n per block"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="a"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="b"),
                  loads("a"), loads("b")),

@@ -35,9 +35,11 @@ PUZZLES = (
         valid=lambda n: size_int("n", n),
         budgets=(loads("b"), stores("c"),
                  Budget("loads_per_element", lambda n: n, "every element of a is read by "
-                        "the n threads of its row of c", array="a", section=INTENSITY),
+                        "the n threads of its row of c", array="a", section=INTENSITY,
+                        limit_text="n per element"),
                  Budget("loads_per_element", lambda n: n, "every element of b is read by "
-                        "the n threads of its column of c", array="b", section=INTENSITY)),
+                        "the n threads of its column of c", array="b", section=INTENSITY,
+                        limit_text="n per element")),
         sections=(INTENSITY,), picture="b",
     ),
     Puzzle(
@@ -54,10 +56,10 @@ PUZZLES = (
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("loads_per_element", lambda n: n / 16, "a's row of tiles is read "
                         "once by each of the n / 16 blocks along its row of c", array="a",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "b's column of tiles is read "
                         "once by each of the n / 16 blocks along its column of c", array="b",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
         sections=(INTENSITY, REUSE), picture="a",
     ),

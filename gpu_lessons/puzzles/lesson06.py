@@ -66,7 +66,8 @@ PUZZLES = (
                         params={"cc": "9.0", "registers": BOX_REGISTERS,
                                 "shared_bytes": lambda block: 4 * (block + 2 * BOX_RADIUS)}),
                  Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
-                        "on each side of every block boundary", array="x"),
+                        "on each side of every block boundary", array="x",
+                        limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
         sections=(OCCUPANCY, REGISTERS), picture="x",
     ),

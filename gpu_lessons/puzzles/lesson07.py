@@ -140,9 +140,10 @@ PUZZLES = (
                         "multiply-adds (one output per thread needs 2 loads per "
                         "multiply-add)", section=REUSE),
                  Budget("loads_per_element", lambda n: n / 16, "16 × 16 tiles: each element "
-                        "is read by the n / 16 blocks that need it", array="a", section=REUSE),
+                        "is read by the n / 16 blocks that need it", array="a", section=REUSE,
+                        limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "likewise for b", array="b",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
         sections=(REUSE,), picture="a",
     ),

@@ -69,6 +69,8 @@ def language_problem(kernel) -> tuple[str, int | None] | None:
         kernel_lang.validate(kernel)
     except kernel_lang.KernelLanguageError as exc:
         return str(exc), exc.lineno
+    except (TypeError, ValueError) as exc:  # no source to read, constants that are not numbers
+        return str(exc), None
     return None
 
 

@@ -156,8 +156,8 @@ def test_stub_is_not_attempted(pid, capsys):
     assert "not attempted" in capsys.readouterr().out
     with pytest.raises(puzzles.PuzzleFailed):
         puzzles.check(pid, kernel, strict=True, **choices)
-    # the stub's own source text, as the grader would pass it
-    assert puzzles.evaluate(pid, p.stub().split("\n\n\n")[-1]).status == puzzles.NOT_ATTEMPTED
+    # the stub cell's own text, as the grader would pass it
+    assert puzzles.evaluate(pid, p.stub()).status == puzzles.NOT_ATTEMPTED
 
 
 def test_stub_text_says_roughly_how_long():
@@ -656,9 +656,16 @@ def test_kernels_as_source_text_with_constants():
     assert puzzles.evaluate("map", source, constants={"TEN": 10}).passed
     assert puzzles.evaluate("map", source, constants={"TEN": 11}).failure == "wrong"
     assert puzzles.evaluate("map", source).failure == "language"       # TEN is unknown
-    r = puzzles.evaluate("occupancy", TOOL.solution_source(puzzles.find("occupancy"))
-                         .split("\n\n\n", 1)[1], block=REF.BLOCK)
-    assert r.passed, r.message
+    # a whole notebook cell: the launch choice is read from its BLOCK = ... line
+    cell = TOOL.solution_source(puzzles.find("occupancy"))
+    assert puzzles.evaluate("occupancy", cell).passed
+    r = puzzles.evaluate("occupancy", cell.replace(f"BLOCK = {REF.BLOCK}", "BLOCK = 1024"))
+    assert r.failure == "occupancy"
+    assert puzzles.evaluate("occupancy", cell, block=32).failure == "occupancy"  # keyword wins
+    stub = puzzles.find("occupancy").stub()
+    assert puzzles.evaluate("occupancy", stub).status == puzzles.NOT_ATTEMPTED
+    r = puzzles.evaluate("occupancy", stub.replace("BLOCK = ...", "BLOCK = 128"))
+    assert r.status == puzzles.NOT_ATTEMPTED and "NotImplementedError" in r.message
 
 
 def test_signature_and_choices_are_checked():
@@ -763,6 +770,13 @@ def test_notebooks_hold_exactly_the_tool_s_cells():
                if "puzzle" in c.metadata.get("gpu_lessons", {})
                and c.metadata["gpu_lessons"]["role"] == "kernel"]
         assert ids == [p.id for p in puzzles.puzzles(lesson)]
+
+
+def test_instructors_guide_lists_every_puzzle():
+    text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = text[text.index("## 6. Kernel puzzles"):]
+    for p in ALL:
+        assert f"`{p.id}`" in section, p.id
 
 
 def test_solution_cells_are_the_module_s_functions():

@@ -41,7 +41,7 @@ PUZZLES = (
         launch_text="grid ⌈n / 128⌉, block 128", lines=14,
         inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
         launch=lambda n: (cdiv(n, 128), 128),
-        sizes=({"n": 256},), ragged=({"n": 300}, {"n": 100}), gpu_size={"n": 1 << 24},
+        sizes=({"n": 256},), more=({"n": 300}, {"n": 100}), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=2),
         budgets=(Budget("loads_per_element", _halo_loads,
                         "each element once, plus two halo values per block but the first: "
@@ -61,7 +61,7 @@ PUZZLES = (
         inputs=lambda s, rng: {"a": values(rng, s["n"], 0, 10), "b": values(rng, s["n"], 0, 10),
                                "out": unwritten(1)},
         launch=lambda n: (1, n),
-        sizes=({"n": 128},), ragged=({"n": 32},), gpu_size={"n": 1024},
+        sizes=({"n": 128},), more=({"n": 32},), gpu_size={"n": 1024},
         valid=lambda n: power_of_two("n", n, low=2, high=1024),
         budgets=(Budget("barriers", lambda n: 1 + math.log2(n),
                         "one after the products are stored, one after each of the log₂ n "
@@ -80,7 +80,7 @@ PUZZLES = (
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,
         launch_text="grid ⌈n / 128⌉, block 128", lines=3,
         inputs=_histogram_inputs, launch=lambda n: (cdiv(n, 128), 128),
-        sizes=({"n": 512},), ragged=({"n": 300},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 512},), more=({"n": 300},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n),
         budgets=(Budget("atomics_per_element", 1.0, "one atomic per element counted",
                         array="x", section=L2),
@@ -97,7 +97,7 @@ PUZZLES = (
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,
         launch_text="grid ⌈n / 128⌉, block 128", lines=10,
         inputs=_histogram_inputs, launch=lambda n: (cdiv(n, 128), 128),
-        sizes=({"n": 512},), ragged=({"n": 300},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 512},), more=({"n": 300},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n),
         budgets=(Budget("atomic_serialisation", 1.0, f"the merge's {BINS} lanes each update "
                         "a different bin", section=SHARED),

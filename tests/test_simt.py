@@ -457,6 +457,94 @@ def test_out_of_bounds_access_names_the_thread():
         run(k, 1, 32, np.zeros(32, np.float32))
 
 
+def test_masked_off_lanes_are_not_checked():
+    # Lane 0 computes sh[-1] and x[-1] but the branch switches it off: no error, no note,
+    # and the counts are those of lanes 1-31 only.  Global load x[tid - 1] for tid 1..31:
+    # floats 0..30 = bytes 0..123 of a 256-aligned array -> 4 sectors.  Shared load
+    # sh[tid - 1]: 31 distinct consecutive words -> 1 wavefront, no conflict.
+    def k(t, x, out):
+        sh = t.shared(32, np.float32, name="sh")
+        tid = t.thread_idx.x
+        sh[tid] = x[tid]
+        t.sync()
+        with t.if_(tid >= 1):
+            out[tid] = sh[tid - 1] + x[tid - 1]
+
+    x = np.arange(32, dtype=np.float32)
+    out = np.full(32, -1, np.float32)
+    r = run(k, 1, 32, x, out)
+    assert np.array_equal(out, np.r_[-1, 2 * np.arange(31)].astype(np.float32))
+    assert r.notes == () and r.races == ()
+    ld = [e for e in r.events if e.kind == "ld.global" and e.active == 31]
+    assert [e.sectors for e in ld] == [4]
+    sh = [e for e in r.events if e.kind == "ld.shared"]
+    assert [(e.active, e.wavefronts, e.bank_conflicts) for e in sh] == [(31, 1, 0)]
+
+
+def test_active_out_of_range_lane_names_array_lane_index_and_line():
+    def k(t, x, out):
+        sh = t.shared(32, np.float32, name="sh")
+        tid = t.thread_idx.x
+        sh[tid] = x[tid]
+        t.sync()
+        with t.if_(tid >= 1):
+            out[tid] = sh[tid + 1]   # lane 31 reads sh[32]
+
+    line = k.__code__.co_firstlineno + 6
+    with pytest.raises(simt.KernelError) as info:
+        run(k, 1, 32, np.zeros(32, np.float32), np.zeros(32, np.float32))
+    err = info.value
+    assert isinstance(err, IndexError) and isinstance(err.original, IndexError)
+    assert err.__cause__ is err.original
+    assert (err.lineno, err.line) == (line, "out[tid] = sh[tid + 1]   # lane 31 reads sh[32]")
+    text = str(err)
+    assert text.startswith(f"test_simt.py, line {line}, in k: out[tid] = sh[tid + 1]")
+    assert "lane 31 of warp 0" in text and "thread (31, 0, 0)" in text and "sh[32]" in text
+    # IPython shows only the learner's frame and the message, in red
+    assert err._render_traceback_() == [f"\x1b[31m{text}\x1b[0m"]
+
+
+def test_learners_name_error_points_at_the_learners_line():
+    def k(t, out):
+        tid = t.thread_idx.x
+        out[tid] = tid + offest   # noqa: F821 (the typo is the test)
+
+    with pytest.raises(NameError) as info:
+        run(k, 1, 32, np.zeros(32, np.int64))
+    err = info.value
+    assert isinstance(err, simt.KernelError)
+    assert err.lineno == k.__code__.co_firstlineno + 2
+    assert str(err).startswith(f"test_simt.py, line {err.lineno}, in k: out[tid] = tid + offest")
+    assert "NameError: name 'offest' is not defined" in str(err)
+
+
+def test_errors_in_a_while_condition_list_the_learners_frames():
+    def k(t, x):
+        i = t.local(0)
+        for _ in t.while_(lambda: i < x[i] // 0):   # integer // 0 is fine on lanes ...
+            i[...] = i + 1
+        t.sync()
+        t.sync(1)                                      # ... a wrong call is not
+
+    with pytest.raises(TypeError) as info:
+        run(k, 1, 32, np.ones(32, np.int64))
+    err = info.value
+    assert err.lineno == k.__code__.co_firstlineno + 5
+    assert [f[2] for f in err.frames] == ["k"]
+
+    def k2(t, x):
+        i = t.local(0)
+        for _ in t.while_(lambda: i < 1 / 0):
+            i[...] = i + 1
+
+    with pytest.raises(ZeroDivisionError) as info:
+        run(k2, 1, 32, np.ones(32, np.int64))
+    err = info.value
+    assert [f[2] for f in err.frames] == ["k2", "<lambda>"]
+    assert err.lineno == k2.__code__.co_firstlineno + 2
+    assert err._render_traceback_()[0] == "In the kernel:"
+
+
 def test_python_if_on_lane_values_explains_itself():
     def k(t):
         if t.thread_idx.x < 16:

@@ -93,7 +93,9 @@ from __future__ import annotations
 
 import ast
 import html
+import itertools
 import math
+import re
 import tokenize
 from dataclasses import dataclass, field
 
@@ -680,6 +682,13 @@ def _header_nodes(s: _S) -> list[ast.AST]:
     return [n]
 
 
+def _own_nodes(s: _S) -> list[ast.AST]:
+    """The syntax a statement holds itself, without its nested bodies."""
+    if s.kind == "simple":
+        return [s.node]
+    return _header_nodes(s)
+
+
 def _names(nodes) -> set[str]:
     found = set()
     for node in nodes:
@@ -757,12 +766,14 @@ class _Translator:
         self.decl_at: dict[tuple[int, int], list[str]] = {}
         self.loop_vars: set[str] = set()
         self.inferring = True
-        self.changed = False
+        self.changed = self.pending = False
 
     # -- errors --
     def refuse(self, node, construct: str, why: str):
         line = self.k.lineno(node) if hasattr(node, "lineno") else None
         snippet = ast.unparse(node).splitlines()[0] if node is not None else ""
+        snippet = re.sub(r"#\d+", "", snippet)
+        why = re.sub(r"#\d+", "", why)
         if len(snippet) > 60:
             snippet = snippet[:57] + "..."
         where = f"line {line}: " if line is not None else ""
@@ -1463,11 +1474,18 @@ class _Translator:
                 v = self.vars[name]
                 v.lane_body = lanes_depth
                 merged = self.merge_decl.get((id(stmts), i))
-                if merged != name:
+                if merged != name and not self.inferring:
                     if v.ty is None:
                         raise _Unknown(name)
                     self.emit(indent, f"{v.ty.ctype} {v.cname};", None,
                               f"({name} is first assigned below)")
+            if self.inferring:
+                try:
+                    self.stmt(s, indent, lanes_depth,
+                              merged_name=self.merge_decl.get((id(stmts), i)))
+                except _Unknown:
+                    self.pending = True   # a type not known yet: the next pass tries again
+                continue
             self.stmt(s, indent, lanes_depth, merged_name=self.merge_decl.get((id(stmts), i)))
 
     def stmt(self, s: _S, indent: int, lanes_depth: int, merged_name=None):
@@ -1659,8 +1677,17 @@ class _Translator:
         """Declare each t.shared array (all at the kernel's top level)."""
         self._shared_lines = {}
         offset = None
+        counts = {}
+        for st in _walk(self.body):
+            for name in _assigned_names([st]) if st.kind == "simple" else ():
+                counts[name] = counts.get(name, 0) + 1
+        single = {}   # top-level locals assigned once: a shared shape may use them
         for s in self.body:
             n = s.node
+            if (s.kind == "simple" and isinstance(n, ast.Assign)
+                    and isinstance(n.targets[0], ast.Name) and counts.get(n.targets[0].id) == 1
+                    and not self.is_t(n.value, "shared")):
+                single[n.targets[0].id] = n.value
             if not (s.kind == "simple" and isinstance(n, ast.Assign)
                     and isinstance(n.targets[0], ast.Name) and self.is_t(n.value, "shared")):
                 continue
@@ -1674,7 +1701,7 @@ class _Translator:
                 (kw.value for kw in call.keywords if kw.arg == "dtype"), None)
             dtype = "float32" if dtype_node is None else np.dtype(
                 dtype_node.attr if dtype_node.attr != "bool_" else "bool").name
-            shape_node = args[0]
+            shape_node = self.inline_uniform(args[0], single)
             parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
             dims = []
             for p in parts:
@@ -1716,17 +1743,75 @@ class _Translator:
                                                tuple(self.k.constants.items())))
             self.arrays[name] = arr
 
+    def split_webs(self):
+        """Give a reused Python name a fresh variable where its old value is dead: after
+        ``d = 16; ...`` at the top, a ``d = 4`` inside ``with t.if_(...)`` that nothing outside
+        reads is a separate variable, declared inside that body (as one would write it in C)."""
+        protected = set(self.k.params) | set(self.arrays) | {
+            s.node.target.id for s in _walk(self.body) if s.kind == "for_range"}
+        counter = itertools.count(2)
+        loops = ("for_range", "while_uniform", "while_lanes")
+
+        def live_after(name, path):
+            for stmts, i in reversed(path):
+                st = stmts[i]
+                if st.kind in loops and (name in _names(_header_nodes(st))
+                                         or _first_access(name, st.blocks[0]) == "read"):
+                    return True
+                fa = _first_access(name, stmts[i + 1:])
+                if fa is not None:
+                    return fa == "read"
+            return False
+
+        def occurrences(stmts, name):
+            return sum(1 for st in _walk(stmts) for node in _own_nodes(st)
+                       for sub in ast.walk(node) if isinstance(sub, ast.Name) and sub.id == name)
+
+        def walk(stmts, path, loop_body):
+            for i, st in enumerate(stmts):
+                n = st.node
+                if st.kind == "simple" and isinstance(n, ast.Assign) and \
+                        isinstance(n.targets[0], ast.Name):
+                    name = n.targets[0].id
+                    if (name not in protected and name not in _names([n.value])
+                            and occurrences(self.body, name) > occurrences(stmts[i:], name)
+                            and not live_after(name, path)
+                            and not (loop_body and _first_access(name, stmts) == "read")):
+                        new = f"{name}#{next(counter)}"
+                        for later in _walk(stmts[i:]):
+                            for node in _own_nodes(later):
+                                for sub in ast.walk(node):
+                                    if isinstance(sub, ast.Name) and sub.id == name:
+                                        sub.id = new
+                for b in st.blocks:
+                    walk(b, [*path, (stmts, i)], st.kind in loops)
+
+        walk(self.body, [], False)
+
+    def inline_uniform(self, node, single):
+        """``node`` with locals from ``single`` replaced by the expressions they hold."""
+        import copy
+
+        node = copy.deepcopy(node)
+
+        class Inline(ast.NodeTransformer):
+            def visit_Name(self, n):
+                if n.id in single:
+                    return Inline().visit(copy.deepcopy(single[n.id]))
+                return n
+        return ast.fix_missing_locations(Inline().visit(node))
+
     def plan_declarations(self):
         """Where each local variable is declared: the innermost block holding all its uses."""
         self.block_decls: dict[int, dict[int, list[str]]] = {}
         self.merge_decl: dict[tuple[int, int], str] = {}
-        names = sorted(set(self.k.locals) - set(self.arrays) - set(self.k.params))
+        names = sorted(_assigned_names(self.body) - set(self.arrays) - set(self.k.params))
         loop_vars = set()
         for s in _walk(self.body):
             if s.kind == "for_range":
                 loop_vars.add(s.node.target.id)
         for name in names:
-            self.vars[name] = _Var(name, self.cname(name))
+            self.vars[name] = _Var(name, self.cname(name.split("#")[0]))
             if name in loop_vars:
                 self.check_loop_var(name)
                 continue
@@ -1768,7 +1853,7 @@ class _Translator:
                 name not in _names(_header_nodes(stmts[occ[0]])):
             s = stmts[occ[0]]
             inner = [b for b in s.blocks if any(_occurs(name, x) for x in b)]
-            if all(_first_access(name, b) == "write" for b in inner):
+            if all(_first_access(name, b) != "read" for b in inner):
                 for b in inner:
                     self.place(name, b)
                 return
@@ -1782,14 +1867,12 @@ class _Translator:
 
     def run(self) -> None:
         self.prepare_shared()
+        self.split_webs()
         self.plan_declarations()
         for _ in range(30):
-            self.changed = False
+            self.changed = self.pending = False
             self.lines = []
-            try:
-                self.block(self.body, 1, 0)
-            except _Unknown:
-                self.changed = True
+            self.block(self.body, 1, 0)
             if not self.changed:
                 break
         else:  # pragma: no cover - the type lattice is finite

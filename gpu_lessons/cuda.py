@@ -65,12 +65,11 @@ Translation rules
   ``t.sync()`` → ``__syncthreads()``, ``t.syncwarp()`` → ``__syncwarp()``.
   (CUDA C++ Programming Guide: "Variable Memory Space Specifiers" (``__shared__``, ``extern``),
   "Synchronization Functions".)
-* **Atomics and shuffles.**  ``t.atomic_add``/``t.atomic_max``/``t.atomic_cas`` →
-  ``atomicAdd``/``atomicMax``/``atomicCAS`` (Programming Guide, "Atomic Functions"); CUDA has no
-  ``atomicMax`` for floating point, so float maxima use a compare-and-swap loop
-  (``atomic_max_float``, the Guide's own pattern for building atomics from ``atomicCAS``); 64-bit
-  signed adds go through the ``unsigned long long`` overload (two's complement makes it the same
-  sum).  ``t.shfl_down/up/xor/idx`` → ``__shfl_down_sync/__shfl_up_sync/__shfl_xor_sync/
+* **Atomics and shuffles.**  ``t.atomic_add``/``t.atomic_max``/``t.atomic_cas(a, i, compare,
+  value)`` → ``atomicAdd``/``atomicMax``/``atomicCAS`` (Programming Guide, "Atomic Functions"),
+  for the element types CUDA has them for (:data:`gpu_lessons.simt.ATOMIC_DTYPES`: no float
+  ``atomicMax``, no 64-bit signed ``atomicAdd``; the simulator refuses the others too).
+  ``t.shfl_down/up/xor/idx`` → ``__shfl_down_sync/__shfl_up_sync/__shfl_xor_sync/
   __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane of the warp must
   take part, as the simulator's notes warn.
 * **Rounding.**  Compile with ``-fmad=false`` (:data:`EXACT_OPTIONS`, what :func:`run_on_gpu`
@@ -108,10 +107,12 @@ from .kernel_lang import (
     KernelLanguageError,
     validate,
 )
+from .simt import ATOMIC_DTYPES
 
 #: NVRTC options that make the GPU's float arithmetic round as NumPy's does (no fused
 #: multiply-add; division and square root are IEEE-rounded by default).
 EXACT_OPTIONS = ("-fmad=false",)
+_ATOMIC_FN = {"atomic_add": "atomicAdd", "atomic_max": "atomicMax", "atomic_cas": "atomicCAS"}
 #: Each shared array starts at a multiple of this many bytes, as in the simulator.
 SHARED_ALIGN = 128
 #: Shortest column the Python comments start at, and the longest CUDA line they wait for.
@@ -147,7 +148,7 @@ threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs llabs fabs fabsf s
 expf exp2 exp2f log logf log2 log2f log10 log10f sin sinf cos cosf tan tanf tanh tanhf floor
 floorf ceil ceilf trunc truncf pow powf fmod fmodf fmax fmaxf fmin fminf copysign copysignf
 isnan atomicAdd atomicMax atomicCAS lane_id warp_id linear_tid py_floordiv py_mod py_ipow
-py_maximum py_minimum atomic_max_float dynamic_smem
+py_maximum py_minimum dynamic_smem
 """
 _RESERVED = frozenset(_RESERVED_WORDS.split())
 
@@ -439,28 +440,6 @@ def _helper_minmax(cty: str, which: str) -> str:
 __device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either gives NaN
 {{
     return (a {op} b || a != a) ? a : b;
-}}
-"""
-
-
-def _helper_atomic_max(cty: str) -> str:
-    bits, to_bits, from_bits = (("int", "__float_as_int", "__int_as_float") if cty == "float"
-                                else ("unsigned long long", "__double_as_longlong",
-                                      "__longlong_as_double"))
-    cast_bits = "(unsigned long long)" if cty == "double" else ""
-    return f"""\
-// CUDA has no atomicMax for {cty}: retry a compare-and-swap until the stored value is the
-// larger one (CUDA C++ Programming Guide, "Atomic Functions", atomicCAS)
-__device__ {cty} atomic_max_float({cty}* address, {cty} value)
-{{
-    {bits}* word = ({bits}*)address;
-    {bits} old = *word, assumed;
-    do {{
-        assumed = old;
-        if (!(value > {from_bits}(assumed))) break;
-        old = atomicCAS(word, assumed, {cast_bits}{to_bits}(value));
-    }} while (old != assumed);
-    return {from_bits}(old);
 }}
 """
 
@@ -1311,50 +1290,18 @@ class _Translator:
     def atomic(self, e):
         op = e.func.attr
         arr = self.array(e.args[0])
+        if arr.dtype not in ATOMIC_DTYPES[op]:
+            self.refuse(e, "atomic type",
+                        f"CUDA has no {_ATOMIC_FN[op]} for {arr.dtype} elements; the array must "
+                        f"hold one of {', '.join(ATOMIC_DTYPES[op])} (the simulator refuses "
+                        f"this too)")
         arr.written = True
         ref = self.flat_index(arr, e.args[1], e)
         T = arr.cty
         r = Ty(arr.dtype, True, narrow=False)
-        vals = [self.expr(a) for a in e.args[2:]]
-        vals = [_to(_signed(v), T) for v in vals]
-        if op == "atomic_add":
-            if T in ("int", "unsigned int", "unsigned long long", "float", "double"):
-                text = f"atomicAdd(&{ref}, {vals[0].text})"
-            elif T == "long long":   # two's complement: the unsigned sum is the same bits
-                text = (f"(long long)atomicAdd((unsigned long long*)&{ref}, "
-                        f"(unsigned long long){vals[0].wrap(P_UNARY)})")
-            else:
-                self.refuse(e, "atomic type", f"CUDA has no atomicAdd for {T} ({arr.dtype} "
-                                              f"arrays); use int32, uint32, int64, float32 "
-                                              f"or float64")
-        elif op == "atomic_max":
-            if T in ("int", "unsigned int", "long long", "unsigned long long"):
-                text = f"atomicMax(&{ref}, {vals[0].text})"
-            elif T in _FLOATS:
-                self.need(f"atomic_max_float<{T}>", _helper_atomic_max(T))
-                text = f"atomic_max_float(&{ref}, {vals[0].text})"
-            else:
-                self.refuse(e, "atomic type", f"CUDA has no atomicMax for {T} ({arr.dtype} "
-                                              f"arrays)")
-        else:
-            cmp_, val = vals
-            if T in ("int", "unsigned int", "unsigned long long"):
-                text = f"atomicCAS(&{ref}, {cmp_.text}, {val.text})"
-            elif T == "long long":
-                text = (f"(long long)atomicCAS((unsigned long long*)&{ref}, (unsigned long long)"
-                        f"{cmp_.wrap(P_UNARY)}, (unsigned long long){val.wrap(P_UNARY)})")
-            elif T == "float":
-                text = (f"__int_as_float(atomicCAS((int*)&{ref}, __float_as_int({cmp_.text}), "
-                        f"__float_as_int({val.text})))")
-            elif T == "double":
-                text = (f"__longlong_as_double((long long)atomicCAS((unsigned long long*)&{ref}, "
-                        f"(unsigned long long)__double_as_longlong({cmp_.text}), "
-                        f"(unsigned long long)__double_as_longlong({val.text})))")
-            else:
-                self.refuse(e, "atomic type", f"CUDA has no atomicCAS for {T} ({arr.dtype} "
-                                              f"arrays)")
-        prec = P_UNARY if text.startswith("(") else P_ATOM
-        return E(text, prec, r, T, False, None, True)
+        vals = [_to(_signed(self.expr(a)), T) for a in e.args[2:]]
+        text = f"{_ATOMIC_FN[op]}(&{ref}, {', '.join(v.text for v in vals)})"
+        return E(text, P_ATOM, r, T, False, None, True)
 
     t_atomic_add = t_atomic_max = t_atomic_cas = atomic
 

@@ -429,3 +429,20 @@ def test_dynamic_shared_bytes_align_each_array_like_the_simulator():
     # a: 65 floats = 260 B, rounded up to 384; b: 64 x 2 doubles = 1024 B
     assert src.dynamic_shared_bytes(64) == 384 + 1024
     assert "b[(int)threadIdx.x * 2 + 1]" in src.body or "b[threadIdx.x * 2 + 1]" in src.body
+
+
+def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_LESSONS_NO_GPU", "1")
+    puzzles = pytest.importorskip("gpu_lessons.puzzles")
+    from gpu_lessons.measure import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    p = puzzles.puzzles()[0]
+    ok = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n    pass\n")
+    assert puzzles.run_on_gpu(p.id, ok) is None
+    assert capsys.readouterr().out.startswith("No CUDA GPU (")
+    bad = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n"
+                  f"    if t.thread_idx.x > 0:\n        pass\n")
+    with pytest.raises(KernelLanguageError):
+        puzzles.run_on_gpu(p.id, bad)

@@ -849,8 +849,9 @@ def _allowed(p, size) -> bool:
 
 def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
     from gpu_lessons import measure
+    from gpu_lessons.measure import gpu
 
-    monkeypatch.setattr(measure, "skip_line", lambda: measure.SKIP_LINE.format(why="test"))
+    monkeypatch.setattr(gpu, "skip_line", lambda: measure.SKIP_LINE.format(why="test"))
     assert puzzles.run_on_gpu("map", REF.map_kernel) is None
     assert capsys.readouterr().out.strip() == measure.SKIP_LINE.format(why="test")
 

@@ -135,16 +135,16 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, **choices):
         return None
     try:
         result, _ = run(puzzle_id, kernel, **choices)
+        size = p.sizes[0]
     except Exception as exc:  # the learner's kernel: show the error as a line, not a trace
         text, line = _kernel.explain_error(exc)
         where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
         print(f"✗ {p.id}: {text}{where}")
         return None
-    try:
-        from ..views.kernel_picture import kernel_picture
-    except ImportError:  # the picture's view is not part of this build: the run's summary
-        return result
-    return kernel_picture(result, array=p.picture, block=block, warp=warp)
+    from ..views.kernel_picture import kernel_picture
+
+    row = size[p.picture_row] if p.picture_row else None
+    return kernel_picture(result, array=p.picture, block=block, warp=warp, row_elements=row)
 
 
 __all__ = [

@@ -140,6 +140,7 @@ class Puzzle:
     rtol: float = 1e-5
     atol: float = 1e-5
     picture: str | None = None  # the array whose accesses show() maps
+    picture_row: str | None = None  # the size whose value is that array's row length
 
     @property
     def kernel_name(self) -> str:

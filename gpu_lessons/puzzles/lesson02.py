@@ -64,6 +64,7 @@ PUZZLES = (
         sizes=({"n": 16},), more=({"n": 5},), gpu_size={"n": 16},
         valid=lambda n: size_int("n", n, high=16),
         budgets=(loads("a"), stores("out")), sections=(HIERARCHY,), picture="a",
+        picture_row="n",
     ),
     Puzzle(
         id="broadcast", title="Broadcast", lesson=2,

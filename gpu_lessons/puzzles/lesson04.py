@@ -29,7 +29,7 @@ def _transpose(pid, title, goal, lines, budgets, sections):
         inputs=_matrix, launch=lambda n: ((n // 32, n // 32), (32, 32)),
         sizes=({"n": 64},), more=({"n": 32},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=32, multiple=32),
-        budgets=budgets, sections=sections, picture="out",
+        budgets=budgets, sections=sections, picture="out", picture_row="n",
     )
 
 

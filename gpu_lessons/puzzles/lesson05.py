@@ -40,7 +40,7 @@ PUZZLES = (
                  Budget("loads_per_element", lambda n: n, "every element of b is read by "
                         "the n threads of its column of c", array="b", section=INTENSITY,
                         limit_text="n per element")),
-        sections=(INTENSITY,), picture="b",
+        sections=(INTENSITY,), picture="b", picture_row="n",
     ),
     Puzzle(
         id="matmul_tiled", title="Matrix multiply with shared-memory tiles", lesson=5,
@@ -61,6 +61,6 @@ PUZZLES = (
                         "once by each of the n / 16 blocks along its column of c", array="b",
                         section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
-        sections=(INTENSITY, REUSE), picture="a",
+        sections=(INTENSITY, REUSE), picture="a", picture_row="n",
     ),
 )

@@ -145,6 +145,6 @@ PUZZLES = (
                  Budget("loads_per_element", lambda n: n / 16, "likewise for b", array="b",
                         section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
-        sections=(REUSE,), picture="a",
+        sections=(REUSE,), picture="a", picture_row="n",
     ),
 )

@@ -854,6 +854,9 @@ def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
     monkeypatch.setattr(gpu, "skip_line", lambda: measure.SKIP_LINE.format(why="test"))
     assert puzzles.run_on_gpu("map", REF.map_kernel) is None
     assert capsys.readouterr().out.strip() == measure.SKIP_LINE.format(why="test")
+    stub, _ = _stub(puzzles.find("map"))                 # the exercise's GPU cell, untouched
+    assert puzzles.run_on_gpu("map", stub) is None
+    assert "not attempted" in capsys.readouterr().out
 
 
 def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):

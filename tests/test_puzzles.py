@@ -160,6 +160,15 @@ def test_stub_is_not_attempted(pid, capsys):
     assert puzzles.evaluate(pid, p.stub()).status == puzzles.NOT_ATTEMPTED
 
 
+def test_stubs_say_roughly_how_long_the_worked_kernel_is():
+    text = (ROOT / "solutions" / "puzzle_kernels.py").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for fn in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+        p = next(p for p in ALL if p.kernel_name == fn.name)
+        body = [line for line in lines[fn.lineno:fn.end_lineno] if line.split("#")[0].strip()]
+        assert abs(p.lines - len(body)) <= max(1, len(body) // 4), (p.id, p.lines, len(body))
+
+
 def test_stub_text_says_roughly_how_long():
     p = puzzles.find("map")
     assert p.stub() == ("def map_kernel(t, a, out):\n"

@@ -38,7 +38,7 @@ PUZZLES = (
              "reads its three values from shared memory.",
         params=("x", "out", "n"), outputs=("out",),
         spec="out = x + np.r_[0, x[:-1]] + np.r_[x[1:], 0]",
-        launch_text="grid ⌈n / 128⌉, block 128", lines=14,
+        launch_text="grid ⌈n / 128⌉, block 128", lines=16,
         inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
         launch=lambda n: (cdiv(n, 128), 128),
         sizes=({"n": 256},), more=({"n": 300}, {"n": 100}), gpu_size={"n": 1 << 24},
@@ -57,7 +57,7 @@ PUZZLES = (
              "products in a tree: half the threads add pairs, then a quarter, … A barrier "
              "separates the steps.",
         params=("a", "b", "out"), outputs=("out",), spec="out = np.array([a @ b])",
-        launch_text="grid 1, block n (n a power of two, at most 1024)", lines=11,
+        launch_text="grid 1, block n (n a power of two, at most 1024)", lines=12,
         inputs=lambda s, rng: {"a": values(rng, s["n"], 0, 10), "b": values(rng, s["n"], 0, 10),
                                "out": unwritten(1)},
         launch=lambda n: (1, n),
@@ -95,7 +95,7 @@ PUZZLES = (
              f"{BINS} totals to `hist` with one global atomic per bin. Contention moves from "
              "the L2 cache to the SM, and the global atomics stop colliding.",
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,
-        launch_text="grid ⌈n / 128⌉, block 128", lines=10,
+        launch_text="grid ⌈n / 128⌉, block 128", lines=11,
         inputs=_histogram_inputs, launch=lambda n: (cdiv(n, 128), 128),
         sizes=({"n": 512},), more=({"n": 300},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n),

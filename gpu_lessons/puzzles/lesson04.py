@@ -65,11 +65,11 @@ PUZZLES = (
         "transpose_tiled", "Transpose through a shared tile",
         "The same transpose, with loads *and* stores coalesced: each block reads its 32 × 32 "
         "tile of `a` row by row into shared memory, waits, and writes the tile's columns as "
-        "rows of `out`.", 7,
+        "rows of `out`.", 6,
         (loads("a"), stores("out")), (TRANSPOSE_ROUTE, COALESCING)),
     _transpose(
         "transpose", "Transpose without bank conflicts",
         "The tiled transpose, now also free of bank conflicts: reading a column of a 32 × 32 "
-        "float tile hits one bank 32 times.", 7,
+        "float tile hits one bank 32 times.", 6,
         (loads("a"), stores("out"), NO_CONFLICTS), (BANKS, TRANSPOSE_ROUTE)),
 )

@@ -29,7 +29,7 @@ PUZZLES = (
              "both from global memory. Let `thread_idx.x` walk along a row of `c` (and of "
              "`b`) so those accesses coalesce; n need not be a multiple of 16.",
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
-        launch_text="grid (⌈n / 16⌉, ⌈n / 16⌉), block (16, 16)", lines=6,
+        launch_text="grid (⌈n / 16⌉, ⌈n / 16⌉), block (16, 16)", lines=7,
         inputs=_matmul_inputs, launch=lambda n: ((cdiv(n, 16), cdiv(n, 16)), (16, 16)),
         sizes=({"n": 16},), more=({"n": 20},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n),
@@ -50,7 +50,7 @@ PUZZLES = (
              "element of `a` and `b` is then read from global memory n / 16 times instead "
              "of n.",
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
-        launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=14,
+        launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=15,
         inputs=_matmul_inputs, launch=lambda n: ((n // 16, n // 16), (16, 16)),
         sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=16, multiple=16),

@@ -52,7 +52,7 @@ PUZZLES = (
              "this kernel can have.",
         params=("x", "out", "n"), outputs=("out",),
         spec="out = np.convolve(x, np.ones(9, np.float32), mode='same')",
-        launch_text="grid ⌈n / BLOCK⌉, block BLOCK (your choice)", lines=18,
+        launch_text="grid ⌈n / BLOCK⌉, block BLOCK (your choice)", lines=26,
         inputs=lambda s, rng: {"x": values(rng, s["n"], 0, 10), "out": unwritten(s["n"]),
                                "n": s["n"]},
         launch=lambda n, block: (cdiv(n, _block(block)), block),

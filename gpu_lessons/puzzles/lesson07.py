@@ -89,7 +89,7 @@ PUZZLES = (
             "The same sum with one barrier: each warp adds its 32 values with "
             "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "
             "stores the warp's total, and after one barrier the first warp adds the 8 "
-            "totals with shuffles again. Shuffles may read only lanes that take part.", 16,
+            "totals with shuffles again. Shuffles may read only lanes that take part.", 20,
             (Budget("barriers", 1, "one barrier between the warps' totals and the final sum",
                     section=STABLE),
              Budget("shared_requests_per_block", 9, "8 warps store one total each, and the "
@@ -100,7 +100,7 @@ PUZZLES = (
           "Inclusive prefix sum of each block's 128 values (`out[i] = x[0] + … + x[i]` "
           "within the block), one thread per value: in step d every thread adds the value "
           "2ᵈ places before it. Reading and writing one array in the same step races; use "
-          "two buffers and swap them, so one barrier per step is enough.", 14,
+          "two buffers and swap them, so one barrier per step is enough.", 17,
           "out = np.cumsum(x.reshape(-1, 128), axis=1).ravel()", 128,
           (Budget("barriers", 8, "one after loading, one after each of the log₂ 128 = 7 steps "
                                  "(reading one buffer and writing the other)", section=STABLE),
@@ -113,7 +113,7 @@ PUZZLES = (
           "0 first) with 64 threads, two values each: an up-sweep builds partial sums in a "
           "tree (127 additions), the root is cleared, a down-sweep pushes the sums back "
           "down (127 additions and 127 swaps). Hillis–Steele does 7 × 128 − 127 = 769 "
-          "additions.", 26,
+          "additions.", 32,
           "out = (np.cumsum(x.reshape(-1, 128), axis=1) - x.reshape(-1, 128)).ravel()", 64,
           (Budget("shared_stores_per_element", (4 * 128 - 2) / 128,
                   "a store per tree update: 128 to load + 127 up + 1 clear + 2 × 127 down = "
@@ -129,7 +129,7 @@ PUZZLES = (
              "tile and does four multiply-adds.",
         params=("a", "b", "c", "n"), outputs=("c",),
         spec="c = (a.reshape(n, n) @ b.reshape(n, n)).ravel()",
-        launch_text="grid (n / 16, n / 16), block (8, 8); n a multiple of 16", lines=28,
+        launch_text="grid (n / 16, n / 16), block (8, 8); n a multiple of 16", lines=30,
         inputs=lambda s, rng: {"a": values(rng, s["n"] ** 2, -4, 5),
                                "b": values(rng, s["n"] ** 2, -4, 5),
                                "c": unwritten(s["n"] ** 2), "n": s["n"]},

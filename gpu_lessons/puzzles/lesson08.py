@@ -43,7 +43,7 @@ PUZZLES = (
              "per segment, all in one launch, and write each segment's sum to `out[s]`.",
         params=("x", "offsets", "out"), outputs=("out",),
         spec="out = np.diff(np.r_[0, np.cumsum(x, dtype=np.float64)][offsets])",
-        launch_text="grid segments, block 128", lines=17,
+        launch_text="grid segments, block 128", lines=19,
         inputs=_segments, launch=lambda segments, max_len: (segments, 128),
         sizes=({"segments": 6, "max_len": 300},), more=({"segments": 3, "max_len": 40},),
         gpu_size={"segments": 4096, "max_len": 2048},
@@ -63,7 +63,7 @@ PUZZLES = (
         params=("x", "out", "cols"), outputs=("out",),
         spec="X = x.reshape(-1, cols); E = np.exp(X - X.max(axis=1, keepdims=True)); "
              "out = (E / E.sum(axis=1, keepdims=True)).ravel()",
-        launch_text="grid rows, block 128; cols ≤ 1024", lines=34,
+        launch_text="grid rows, block 128; cols ≤ 1024", lines=41,
         inputs=lambda s, rng: {"x": rng.normal(0, 3, s["rows"] * s["cols"]).astype(np.float32),
                                "out": unwritten(s["rows"] * s["cols"]), "cols": s["cols"]},
         launch=lambda rows, cols: (rows, 128),

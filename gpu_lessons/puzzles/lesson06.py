@@ -6,7 +6,6 @@ from ._build import S, cdiv, loads, once, size_int, stores, unwritten, values
 from ._core import Budget, Puzzle
 
 OCCUPANCY = S(6, "2. Occupancy and the limits on resident warps")
-REGISTERS = S(6, "3. Registers: the study notes' example, and why 40 registers give 48 warps")
 HIDING = S(6, "7. A model of latency hiding: warps × independent work")
 
 #: What the compiler gives the box-filter kernel (stated, as ptxas -v would report it).
@@ -62,13 +61,13 @@ PUZZLES = (
         budgets=(Budget("occupancy", 0.75,
                         f"{BOX_REGISTERS} registers × 32 lanes = 1,280 per warp; 16,384 "
                         "registers per sub-partition hold 12 warps, × 4 = 48 of 64",
-                        section=REGISTERS,
+                        section=OCCUPANCY,
                         params={"cc": "9.0", "registers": BOX_REGISTERS,
                                 "shared_bytes": lambda block: 4 * (block + 2 * BOX_RADIUS)}),
                  Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
                         "on each side of every block boundary", array="x",
                         limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
-        sections=(OCCUPANCY, REGISTERS), picture="x",
+        sections=(OCCUPANCY, HIDING), picture="x",
     ),
 )

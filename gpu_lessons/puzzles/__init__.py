@@ -84,6 +84,7 @@ def evaluate(puzzle_id: str, kernel, *, seed: int = 0, constants=None,
     (``block=256`` for ``"occupancy"``).
     """
     p = find(puzzle_id)
+    seed = _validate.integer("seed", seed, low=0)
     unknown = set(choices) - set(p.choices)
     if unknown:
         raise TypeError(f"{p.id} has no launch choice {', '.join(sorted(unknown))}"

@@ -869,8 +869,11 @@ def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
 
 
 def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
-    picture = puzzles.show("transpose", REF.transpose_kernel)
-    assert picture is not None
+    picture = puzzles.show("transpose_naive", REF.transpose_naive_kernel)
+    # the map shows the warp's costliest access to out: the store down a column
+    assert "1 instruction (block 0, warp 0, step" in picture.children[1].title.text
+    whole = puzzles.show("transpose_naive", REF.transpose_naive_kernel, whole_run=True)
+    assert "whole run" in whole.children[1].title.text
     kernel, _ = _stub(puzzles.find("transpose"))
     assert puzzles.show("transpose", kernel) is None
     assert "not attempted" in capsys.readouterr().out

@@ -124,28 +124,36 @@ def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
     return result, args
 
 
-def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, **choices):
+def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bool = False,
+         **choices):
     """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
-    over time (which lanes ran each instruction) and the map of the memory it touched.
+    over time (which lanes ran each instruction), and the elements of the puzzle's main array
+    that the warp's costliest access to it touched, coloured by lane (``whole_run=True``:
+    every access of the run, coloured by count).
 
     Prints one line instead when there is nothing to draw (the stub, an error).
     """
+    from ..views.kernel_picture import kernel_picture
+
     p = find(puzzle_id)
     if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
         print(f"… {p.id}: not attempted yet — nothing to show")
         return None
     try:
         result, _ = run(puzzle_id, kernel, **choices)
-        size = p.sizes[0]
     except Exception as exc:  # the learner's kernel: show the error as a line, not a trace
         text, line = _kernel.explain_error(exc)
         where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
         print(f"✗ {p.id}: {text}{where}")
         return None
-    from ..views.kernel_picture import kernel_picture
-
-    row = size[p.picture_row] if p.picture_row else None
-    return kernel_picture(result, array=p.picture, block=block, warp=warp, row_elements=row)
+    step = None
+    if not _validate.flag("whole_run", whole_run):
+        accesses = [e for e in result.warp_events(block, warp) if e.array == p.picture]
+        if accesses:  # the first of the most expensive: sectors (global) or wavefronts
+            step = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0)).step
+    row = p.sizes[0][p.picture_row] if p.picture_row else None
+    return kernel_picture(result, array=p.picture, block=block, warp=warp, step=step,
+                          row_elements=row)
 
 
 __all__ = [

@@ -70,10 +70,16 @@ How it works
   global or shared array and return the value it held before, as ``atomicAdd``,
   ``atomicMax`` and ``atomicCAS`` do (Programming Guide, "Atomic Functions").  Lanes of one
   warp that hit the same address are applied one after another in lane order; CUDA leaves
-  that order unspecified, so a kernel must not depend on it.  The hardware serialises
-  atomics to one address, so each atomic instruction records its *serialisation*: the most
-  active lanes that hit one address (32 for a warp-wide counter, 1 when all differ); its
-  memory cost is counted with the same sector and bank rules as a load.  Supported element
+  that order unspecified, so a kernel must not depend on it.  Atomics to one address are
+  performed one at a time, which is why contended counters are slow and why histograms
+  privatise into shared memory first (N. Sakharnykh, "GPU Pro Tip: Fast Histograms Using
+  Shared Atomics on Maxwell", NVIDIA Developer Blog, 2015; A. Adinets, "CUDA Pro Tip:
+  Optimized Filtering with Warp-Aggregated Atomics", 2014).  So each atomic instruction
+  records its *serialisation*: the most active lanes that hit one address (32 for a
+  warp-wide counter, 1 when all differ), summed in ``Stats.atomic_serialisation``.  It
+  counts the atomics as written; since CUDA 9 nvcc may itself aggregate a warp's atomics
+  on one address (Adinets, 2017 update), so on a GPU the cost can be lower.  An atomic's
+  memory traffic is counted with the same sector and bank rules as a load.  Supported element
   types are CUDA's: ``atomicAdd`` int32, uint32, uint64, float32, float64; ``atomicMax``
   int32, uint32, int64, uint64; ``atomicCAS`` int32, uint32, uint64.
 * **Warp shuffles.**  ``t.shfl_down(v, delta)``, ``t.shfl_up(v, delta)``,
@@ -652,7 +658,10 @@ class WarpContext:
                 and not self._mask_bits & ~index._defined and index._v.dtype.kind in "iu"):
             # the common case, a[i] on a 1-D array, without the general loop below
             act = self._active_lanes()
-            flat = index._v[act].astype(np.int64, copy=False)
+            if self._mask_bits == _ALL_BITS:  # a copy: the race log keeps these indices
+                flat = index._v.astype(np.int64)
+            else:
+                flat = index._v[act].astype(np.int64, copy=False)
             if np.count_nonzero(flat.view(np.uint64) >= data.shape[0]):
                 self._out_of_range(mem, (index,), act, verb)
             return act, flat, flat * data.itemsize
@@ -671,7 +680,8 @@ class WarpContext:
                 if v.dtype.kind not in "iu":
                     raise TypeError(f"index into {mem.name} must be an integer, got lane "
                                     f"values of type {v.dtype}")
-                c = v[act].astype(np.int64, copy=False)
+                c = (v.astype(np.int64) if bits == _ALL_BITS
+                     else v[act].astype(np.int64, copy=False))
                 # one comparison finds both ends: negative values wrap to huge unsigned ones
                 if np.count_nonzero(c.view(np.uint64) >= shape[k]):
                     self._out_of_range(mem, index, act, verb)
@@ -714,10 +724,13 @@ class WarpContext:
             # Nothing issues; the values below only keep inactive code paths running.
             return None if store else Lanes(self, np.zeros(WARP_SIZE, mem.data.dtype), 0)
         lanes, flat, offsets = self._where_of(mem, index, "writes" if store else "reads", line)
+        full = self._mask_bits == _ALL_BITS
         if store:
             v = self._value(value, self._mask_bits, f"the value stored into {mem.name}")
-            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) else v)
+            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) and not full else v)
             result = None
+        elif full:
+            result = Lanes(self, mem.take(flat), _ALL_BITS)
         else:
             out = np.zeros(WARP_SIZE, dtype=mem.data.dtype)
             out[lanes] = mem.take(flat)
@@ -758,7 +771,13 @@ class WarpContext:
             self._b.access_log.append((mem._alloc, flat, self.warp, access, line))
 
     def _uninitialised(self, alloc, flat, line):
+        """Record a read of unwritten shared memory: the first one per block, warp, line and
+        array (a loop would otherwise record the same mistake thousands of times)."""
         sim = self._sim
+        key = (self._b.linear, self.warp, line, alloc.name)
+        if key in sim.uninitialised_seen:
+            return
+        sim.uninitialised_seen.add(key)
         index = tuple(int(i) for i in np.unravel_index(int(flat[0]), alloc.data.shape))
         if len(sim.uninitialised) < 1000:
             sim.uninitialised.append(UninitialisedRead(self._b.linear, self.warp, line,
@@ -1009,7 +1028,9 @@ class _Branch:
         if exc[0] is None:
             if self.diverged:
                 ctx._marker(self.line)
-            ctx._last_if = (self, len(ctx._stack), len(ctx._sim.events))
+            # (the warp's own issue slot: other warps' events may come in between when
+            # the body has a barrier)
+            ctx._last_if = (self, len(ctx._stack), ctx._step)
         return False
 
 
@@ -1021,12 +1042,13 @@ class _Else:
         ctx = self.ctx
         last = ctx._last_if
         ctx._last_if = None
-        if last is None or last[1] != len(ctx._stack) or last[2] != len(ctx._sim.events):
+        if last is None or last[1] != len(ctx._stack) or last[2] != ctx._step:
             raise SimtError("t.else_() must directly follow a `with t.if_(...)` block at the "
                             "same level")
         self.branch = br = last[0]
         events = ctx._sim.events
-        if br.diverged and events and events[-1].kind == "reconverge":
+        if (br.diverged and events and events[-1].kind == "reconverge"
+                and events[-1].warp == ctx.warp and events[-1].block == ctx._b.linear):
             events.pop()  # the lanes meet after the else, not between the two paths
         ctx._enter(ctx._stack[-1] & ~br.c, f"{br.label}:else")
         return self
@@ -1068,6 +1090,7 @@ class _Sim:
         self.races: list[Race] = []
         self.notes: list[str] = []
         self.uninitialised: list[UninitialisedRead] = []
+        self.uninitialised_seen: set = set()
         self.shuffle_reads: list[ShuffleRead] = []
         self.barriers = 0
         self.count = 0

@@ -127,7 +127,8 @@ class Race:
 class UninitialisedRead:
     """A read of shared memory that no thread of the block had written yet (shared memory
     starts undefined).  ``index``: the first such element; ``elements``: how many of the
-    elements this instruction read were unwritten."""
+    elements this instruction read were unwritten.  One is recorded per block, warp, line
+    and array: the first time that line read unwritten words."""
 
     block: int
     warp: int
@@ -212,7 +213,7 @@ class Stats:
         return self.global_requested_bytes / moved if moved else float("nan")
 
     @property
-    def max_serialisation(self) -> float:
+    def mean_serialisation(self) -> float:
         """atomic_serialisation / atomic_instructions: lanes per address, on average over
         the atomic instructions (1 = no contention); nan without atomics."""
         return (self.atomic_serialisation / self.atomic_instructions

@@ -7,6 +7,7 @@ per barrier), or from NumPy.  The derivations are in the comments.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from fractions import Fraction
@@ -518,6 +519,25 @@ def test_learners_name_error_points_at_the_learners_line():
     assert "NameError: name 'offest' is not defined" in str(err)
 
 
+def test_kernel_errors_in_a_notebook_cell_name_the_cell():
+    # In IPython the cell's source is in linecache and its file maps to "Cell In[n]"; the
+    # traceback shown is only the kernel's line and the error (_render_traceback_).
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("import numpy as np\nfrom gpu_lessons import simt\n"
+                       "def k(t, out):\n    out[t.thread_idx.x] = t.thread_idx.x + offest\n")
+        shell.run_cell("try:\n    simt.run(k, 1, 32, np.zeros(32, np.int64))\n"
+                       "except simt.KernelError as e:\n    err = e\n")
+        err = shell.user_ns["err"]
+    finally:
+        InteractiveShell.clear_instance()
+    assert re.match(r"Cell In\[\d+\], line 4, in k: "
+                    r"out\[t\.thread_idx\.x\] = t\.thread_idx\.x \+ offest\nNameError", str(err))
+    assert err.line == "out[t.thread_idx.x] = t.thread_idx.x + offest"
+
+
 def test_errors_in_a_while_condition_list_the_learners_frames():
     def k(t, x):
         i = t.local(0)
@@ -571,6 +591,43 @@ def test_divergent_barrier_is_an_error():
 
     with pytest.raises(SimtError, match="divergent"):
         run(k, 1, 32)
+
+
+def test_else_after_an_if_whose_body_has_a_barrier():
+    # A uniform branch may contain __syncthreads(); the other warps run at the barrier,
+    # and the else still belongs to this warp's if.
+    def k(t, out, flag):
+        with t.if_(flag > 0):
+            out[t.thread_idx.x] = 1
+            t.sync()
+        with t.else_():
+            out[t.thread_idx.x] = 2
+
+    out = np.zeros(64, np.int64)
+    run(k, 1, 64, out, 1)
+    assert (out == 1).all()
+    run(k, 1, 64, out, 0)
+    assert (out == 2).all()
+
+
+def test_an_error_in_one_warp_unwinds_the_warps_waiting_at_a_barrier():
+    # Warps 0 and 1 wait at the first barrier when warp 2 fails; they are unwound (their
+    # code after the barrier never runs) and the next launch starts clean.
+    def k(t, out):
+        tid = t.thread_idx.x
+        with t.if_(tid >= 64):
+            out[tid + 1000] = 1          # warp 2 writes past the end
+        t.sync()
+        out[tid] = 7
+
+    out = np.zeros(96, np.int64)
+    with pytest.raises(IndexError) as info:
+        run(k, 1, 96, out)
+    assert info.value.lineno == k.__code__.co_firstlineno + 3
+    assert "warp 2" in str(info.value)
+    assert not out.any()
+    ok = run(K.reduce_sequential, 1, 64, np.ones(64, np.float32), np.zeros(1, np.float32))
+    assert ok.barriers == 7
 
 
 def test_else_needs_an_if():

@@ -168,6 +168,7 @@ def test_atomic_add_on_one_counter_returns_lane_order_prefix():
     t = r.totals
     # one instruction, 32 lanes on one address: serialisation 32; one 32-byte sector
     assert (t.atomic_instructions, t.atomic_lanes, t.atomic_serialisation) == (1, 32, 32)
+    assert t.mean_serialisation == 32
     ev = next(e for e in r.events if e.kind == "atom.global")
     assert (ev.serialisation, ev.sectors, ev.requests, ev.array) == (32, 1, 1, "counter")
 

@@ -119,6 +119,7 @@ from .simt_result import (
     KINDS,
     MEMORY_KINDS,
     WARP_SIZE,
+    AccessMap,
     ArrayStats,
     Event,
     Race,
@@ -130,8 +131,8 @@ from .simt_result import (
     _stats,
 )
 
-__all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "ArrayStats", "Dim3", "Event", "KernelError",
-           "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
+__all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "AccessMap", "ArrayStats", "Dim3", "Event",
+           "KernelError", "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
            "UninitialisedRead", "WarpContext", "run"]
 
 #: Per-block and per-dimension limits of every compute capability since 2.0 (Programming
@@ -359,13 +360,10 @@ class _SharedAlloc:
     written: np.ndarray  # bool per element, flat: has any thread of the block written it?
 
 
-class _Where(NamedTuple):
-    """The active lanes' elements of one access: lanes, flat (row-major) element indices,
-    byte offsets from the array's base."""
-
-    lanes: np.ndarray
-    flat: np.ndarray
-    offsets: np.ndarray
+# Events are built without NamedTuple's keyword parsing in the hot paths; _NO_EXTRA is
+# every field after ``line`` at its default.
+_new_event = tuple.__new__
+_NO_EXTRA = (None,) * (len(Event._fields) - 9)
 
 
 # -- the warp context ---------------------------------------------------------------------------
@@ -453,8 +451,14 @@ class WarpContext:
                 f"the kernel issued more than max_instructions={sim.max_instructions} warp "
                 f"instructions (an endless t.while_ loop?); pass a larger max_instructions "
                 f"to run() if the kernel really is that long")
-        ev = Event(self._b.linear, self.warp, self._step, self._step + self._time_offset,
-                   self._b.phase, kind, self._mask_bits, self._path_t, line, **extra)
+        b = self._b
+        if extra:
+            ev = Event(b.linear, self.warp, self._step, self._step + self._time_offset, b.phase,
+                       kind, self._mask_bits, self._path_t, line, **extra)
+        else:  # the common case, without NamedTuple's argument parsing
+            ev = _new_event(Event, (b.linear, self.warp, self._step,
+                                    self._step + self._time_offset, b.phase, kind,
+                                    self._mask_bits, self._path_t, line, *_NO_EXTRA))
         self._step += 1
         sim.events.append(ev)
         return len(sim.events) - 1
@@ -631,18 +635,27 @@ class WarpContext:
             a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes
-            known = self._sim.shapes.setdefault(name, ("shared", shape))
-            if known != ("shared", shape):
+            known = self._sim.shapes.setdefault(name, ("shared", shape, dtype.itemsize))
+            if known != ("shared", shape, dtype.itemsize):
                 raise SimtError(f"two arrays are called {name!r} ({known[0]} "
                                 f"{list(known[1])} and shared {list(shape)}): give each "
                                 f"shared array its own name=")
         return _Memory(self, a.data, a.base, a.name, "shared", alloc=k)
 
-    def _where_of(self, mem: _Memory, index, verb: str, line) -> _Where:
-        """The active lanes' flat (row-major) element indices of ``mem[index]`` and their
-        byte offsets, bounds-checked for the active lanes only (a switched-off lane's
+    def _where_of(self, mem: _Memory, index, verb: str, line) -> tuple:
+        """``(lanes, flat, offsets)``: the active lanes, the flat (row-major) element
+        indices of ``mem[index]`` they touch and those elements' byte offsets from the
+        array's base, bounds-checked for the active lanes only (a switched-off lane's
         index is never looked at)."""
         data = mem.data
+        if (type(index) is Lanes and mem.contiguous and data.ndim == 1 and index._ctx is self
+                and not self._mask_bits & ~index._defined and index._v.dtype.kind in "iu"):
+            # the common case, a[i] on a 1-D array, without the general loop below
+            act = self._active_lanes()
+            flat = index._v[act].astype(np.int64, copy=False)
+            if np.count_nonzero(flat.view(np.uint64) >= data.shape[0]):
+                self._out_of_range(mem, (index,), act, verb)
+            return act, flat, flat * data.itemsize
         if type(index) is not tuple:
             index = (index,)
         if len(index) != data.ndim:
@@ -677,7 +690,7 @@ class WarpContext:
         else:
             comps = np.unravel_index(flat, shape)
             offsets = sum(c * s for c, s in zip(comps, data.strides, strict=True))
-        return _Where(act, flat, offsets)
+        return act, flat, offsets
 
     def _out_of_range(self, mem, index, act, verb):
         """Raise the IndexError naming the first active lane whose index is outside."""
@@ -700,39 +713,49 @@ class WarpContext:
         if not self._mask_bits:
             # Nothing issues; the values below only keep inactive code paths running.
             return None if store else Lanes(self, np.zeros(WARP_SIZE, mem.data.dtype), 0)
-        w = self._where_of(mem, index, "writes" if store else "reads", line)
+        lanes, flat, offsets = self._where_of(mem, index, "writes" if store else "reads", line)
         if store:
             v = self._value(value, self._mask_bits, f"the value stored into {mem.name}")
-            mem.put(w.flat, v[w.lanes] if isinstance(v, np.ndarray) else v)
+            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) else v)
             result = None
         else:
             out = np.zeros(WARP_SIZE, dtype=mem.data.dtype)
-            out[w.lanes] = mem.take(w.flat)
+            out[lanes] = mem.take(flat)
             result = Lanes(self, out, self._mask_bits)
         kind = ("st." if store else "ld.") + mem.space
-        self._record(mem, kind, w, line, _WRITE if store else _READ)
+        self._record(mem, kind, lanes, flat, offsets, line, _WRITE if store else _READ)
         return result
 
-    def _record(self, mem, kind, w: _Where, line, access, **extra):
+    def _record(self, mem, kind, lanes, flat, offsets, line, access, serialisation=None):
         """Count one memory instruction and log what race/uninitialised checks need."""
-        counts = _memory_counts(mem.space, mem.base, w.offsets, self._mask, self._mask_bits,
+        counts = _memory_counts(mem.space, mem.base, offsets, self._mask, self._mask_bits,
                                 mem.data.dtype.itemsize)
         sim = self._sim
+        indices = None
         if sim.record_indices:
             idx = [None] * WARP_SIZE
-            for lane, f in zip(w.lanes.tolist(), w.flat.tolist(), strict=True):
+            for lane, f in zip(lanes.tolist(), flat.tolist(), strict=True):
                 idx[lane] = f
-            extra["indices"] = tuple(idx)
-        self._issue(kind, line, array=mem.name, **counts, **extra)
+            indices = tuple(idx)
+        # _issue, unrolled: one Event built positionally (this runs per memory instruction)
+        sim.count += 1
+        if sim.count > sim.max_instructions:
+            self._issue(kind, line)  # raises the max_instructions error
+        b = self._b
+        sim.events.append(_new_event(Event, (
+            b.linear, self.warp, self._step, self._step + self._time_offset, b.phase, kind,
+            self._mask_bits, self._path_t, line, mem.name, *counts, serialisation, None,
+            None, indices)))
+        self._step += 1
         if mem.space == "shared":
             alloc = self._b.shared[mem._alloc]
             if access != _WRITE:
-                written = alloc.written[w.flat]
+                written = alloc.written[flat]
                 if np.count_nonzero(written) != written.size:
-                    self._uninitialised(alloc, w.flat[~written], line)
+                    self._uninitialised(alloc, flat[~written], line)
             if access != _READ:
-                alloc.written[w.flat] = True
-            self._b.access_log.append((mem._alloc, w.flat, self.warp, access, line))
+                alloc.written[flat] = True
+            self._b.access_log.append((mem._alloc, flat, self.warp, access, line))
 
     def _uninitialised(self, alloc, flat, line):
         sim = self._sim
@@ -777,24 +800,25 @@ class WarpContext:
         bits = self._mask_bits
         if not bits:
             return Lanes(self, np.zeros(WARP_SIZE, data.dtype), 0)
-        w = self._where_of(mem, index, "updates", line)
-        v = self._lane_operand(value, bits, w.lanes, data.dtype, f"t.{op}'s value")
+        lanes, flat, offsets = self._where_of(mem, index, "updates", line)
+        v = self._lane_operand(value, bits, lanes, data.dtype, f"t.{op}'s value")
         cmp = (None if compare is None else
-               self._lane_operand(compare, bits, w.lanes, data.dtype, f"t.{op}'s compare"))
-        _, counts = np.unique(w.flat, return_counts=True)
+               self._lane_operand(compare, bits, lanes, data.dtype, f"t.{op}'s compare"))
+        _, counts = np.unique(flat, return_counts=True)
         serial = int(counts.max())
         if serial == 1:  # distinct elements: one vectorised read-modify-write
-            old = mem.take(w.flat)
-            mem.put(w.flat, _atomic_new(op, old, v, cmp))
+            old = mem.take(flat)
+            mem.put(flat, _atomic_new(op, old, v, cmp))
         else:  # lanes on the same element take turns, in lane order
-            old = np.empty(w.flat.size, data.dtype)
-            for j, f in enumerate(w.flat.tolist()):
+            old = np.empty(flat.size, data.dtype)
+            for j, f in enumerate(flat.tolist()):
                 o = mem._flat[f]
                 old[j] = o
                 mem._flat[f] = _atomic_new(op, o, v[j], None if cmp is None else cmp[j])
         out = np.zeros(WARP_SIZE, dtype=data.dtype)
-        out[w.lanes] = old
-        self._record(mem, "atom." + mem.space, w, line, _ATOMIC, serialisation=serial)
+        out[lanes] = old
+        self._record(mem, "atom." + mem.space, lanes, flat, offsets, line, _ATOMIC,
+                     serialisation=serial)
         return Lanes(self, out, bits)
 
     def _lane_operand(self, value, bits, lanes, dtype, what) -> np.ndarray:
@@ -914,8 +938,10 @@ _COUNT_CACHE: dict = {}
 
 
 def _memory_counts(space: str, base: int, offsets: np.ndarray, mask: np.ndarray,
-                   mask_bits: int, itemsize: int) -> dict:
-    """The memory model's counts for one warp access, memoised.
+                   mask_bits: int, itemsize: int) -> tuple:
+    """The memory model's counts for one warp access, memoised: the tuple (sectors,
+    requests, requested_bytes, wavefronts, ideal_wavefronts, bank_conflicts) in
+    :class:`Event`'s field order, ``None`` where a field is for the other space.
 
     Sectors and lines (global) and banks, words and wavefronts (shared) do not change when
     every address moves by the same multiple of 128 bytes, so the pattern is cached relative
@@ -934,12 +960,10 @@ def _memory_counts(space: str, base: int, offsets: np.ndarray, mask: np.ndarray,
     full[mask] = base + offsets
     if space == "global":
         g = global_load(full, itemsize, mask=mask)
-        hit = dict(sectors=g.sectors, requests=g.requests,
-                   requested_bytes=int(mask.sum()) * itemsize)
+        hit = (g.sectors, g.requests, int(mask.sum()) * itemsize, None, None, None)
     else:
         s = shared_load(full, itemsize, mask=mask)
-        hit = dict(wavefronts=s.wavefronts, ideal_wavefronts=s.ideal_wavefronts,
-                   bank_conflicts=s.bank_conflicts)
+        hit = (None, None, None, s.wavefronts, s.ideal_wavefronts, s.bank_conflicts)
     if len(_COUNT_CACHE) > 20_000:
         _COUNT_CACHE.clear()
     _COUNT_CACHE[key] = hit
@@ -1039,7 +1063,7 @@ class _Sim:
         self.rng = np.random.default_rng(order) if not isinstance(order, str) else None
         self.max_instructions = max_instructions
         self.record_indices = record_indices
-        self.shapes = shapes  # array name -> (space, shape)
+        self.shapes = shapes  # array name -> (space, shape, itemsize)
         self.events: list[Event] = []
         self.races: list[Race] = []
         self.notes: list[str] = []
@@ -1269,7 +1293,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
             high = sum(max(0, s * (n - 1)) for s, n in zip(a.strides, a.shape, strict=True))
             start = -(-top // GLOBAL_ALIGN) * GLOBAL_ALIGN
             wrapped.append(_GlobalArg(a, start - low, name))
-            shapes[name] = ("global", a.shape)
+            shapes[name] = ("global", a.shape, a.dtype.itemsize)
             top = start + high - low + a.dtype.itemsize
         elif _is_scalar(a):
             wrapped.append(a)

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _validate
 from ._format import html_table
+from .memory import BANK_BYTES, BANKS, SECTOR_BYTES
 
 #: Threads per warp (CUDA C++ Programming Guide, "SIMT Architecture").
 WARP_SIZE = 32
@@ -293,6 +294,7 @@ class ArrayStats:
     name: str
     space: str
     shape: tuple[int, ...]
+    itemsize: int = 4
     loads: int = 0
     stores: int = 0
     atomics: int = 0
@@ -358,8 +360,82 @@ def _array_stats(events, shapes: dict) -> dict[str, ArrayStats]:
         else:
             a["wavefronts"] += e.wavefronts
             a["ideal_wavefronts"] += e.ideal_wavefronts
-    return {name: ArrayStats(name, space, shape, **acc[name])
-            for name, (space, shape) in shapes.items()}
+    return {name: ArrayStats(name, space, shape, itemsize, **acc[name])
+            for name, (space, shape, itemsize) in shapes.items()}
+
+
+@dataclass(frozen=True, repr=False)
+class AccessMap:
+    """Per element of one array: how the selected memory instructions touched it.
+
+    Arrays are flat (row-major, ``size`` elements).  ``accesses``: lane accesses (loads +
+    stores + atomics, one per active lane); ``loads``/``stores``/``atomics``: the same by
+    kind; ``first_block``/``first_warp``/``first_lane``: who touched it first (-1: never).
+    ``byte_offset``: from the array's start (row-major layout, as the simulator places it:
+    global arrays 256-byte aligned, shared arrays 128-byte aligned, so these are the
+    element's position within sectors and banks); ``sector = byte_offset // 32`` (global
+    memory's unit of transfer); ``bank = (byte_offset // 4) % 32`` (shared memory's bank,
+    of the element's first 4-byte word).  ``sectors_touched``: the distinct sectors.
+    """
+
+    array: str
+    space: str
+    shape: tuple[int, ...]
+    itemsize: int
+    instructions: int
+    accesses: np.ndarray
+    loads: np.ndarray
+    stores: np.ndarray
+    atomics: np.ndarray
+    first_block: np.ndarray
+    first_warp: np.ndarray
+    first_lane: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def byte_offset(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) * self.itemsize
+
+    @property
+    def sector(self) -> np.ndarray:
+        return self.byte_offset // SECTOR_BYTES
+
+    @property
+    def bank(self) -> np.ndarray:
+        return self.byte_offset // BANK_BYTES % BANKS
+
+    @property
+    def sectors_touched(self) -> np.ndarray:
+        return np.unique(self.sector[self.accesses > 0])
+
+    def __repr__(self) -> str:
+        touched = int(np.count_nonzero(self.accesses))
+        return (f"AccessMap({self.space} {self.array}{list(self.shape)}: {self.instructions} "
+                f"instructions, {int(self.accesses.sum())} lane accesses to {touched} of "
+                f"{self.size} elements)")
+
+
+def _access_map(info: ArrayStats, events) -> AccessMap:
+    size = info.size
+    per = {k: np.zeros(size, np.int64) for k in ("ld", "st", "atom")}
+    first = np.full((3, size), -1, np.int64)
+    for e in events:
+        lanes = [lane for lane, i in enumerate(e.indices) if i is not None]
+        idx = np.array([e.indices[lane] for lane in lanes], dtype=np.int64)
+        np.add.at(per[e.kind.split(".")[0]], idx, 1)
+        fresh = first[0, idx] < 0
+        if fresh.any():
+            f = idx[fresh]
+            first[0, f] = e.block
+            first[1, f] = e.warp
+            first[2, f] = np.array(lanes)[fresh]
+    loads, stores, atomics = per["ld"], per["st"], per["atom"]
+    return AccessMap(info.name, info.space, info.shape, info.itemsize, len(events),
+                     loads + stores + atomics, loads, stores, atomics,
+                     first[0], first[1], first[2])
 
 
 @dataclass(frozen=True, repr=False)
@@ -429,6 +505,30 @@ class SimResult:
     def warp_events(self, block: int = 0, warp: int = 0) -> list[Event]:
         """One warp's issued instructions in issue order."""
         return [e for e in self.events if e.block == block and e.warp == warp and e.issued]
+
+    def access_map(self, array: str, *, block: int | None = None, warp: int | None = None,
+                   step: int | None = None) -> AccessMap:
+        """Which elements of ``array`` the memory instructions touched, per element.
+
+        Needs a run made with ``record_indices=True``.  ``block``/``warp`` keep one block's
+        or one warp's instructions; ``step`` (with ``block`` and ``warp``, default 0) keeps
+        the one instruction at that issue slot.
+        """
+        _validate.choice("array", array, tuple(self.arrays))
+        if step is not None:
+            block = 0 if block is None else block
+            warp = 0 if warp is None else warp
+        evs = [e for e in self.events
+               if e.array == array and (block is None or e.block == block)
+               and (warp is None or e.warp == warp) and (step is None or e.step == step)]
+        if step is not None and not evs:
+            raise ValueError(f"step={step}: warp {warp} of block {block} issued no memory "
+                             f"instruction on {array} at that issue slot")
+        if any(e.indices is None for e in evs):
+            raise ValueError("this run did not record element indices: run the kernel with "
+                             "simt.run(..., record_indices=True) to draw its access map")
+        info = self.arrays[array]
+        return _access_map(info, evs)
 
     def lane_matrix(self, block: int = 0, warp: int = 0) -> np.ndarray:
         """bool[32, steps]: which lanes were active at each issue slot of one warp —

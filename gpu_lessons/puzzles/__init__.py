@@ -28,10 +28,12 @@ it at any allowed size.
 
 from __future__ import annotations
 
+from .. import _validate
 from ..checks import CheckFailed
-from . import lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
+from . import _kernel, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
 from ._core import (
     FAILED,
+    MAX_INSTRUCTIONS,
     NOT_ATTEMPTED,
     PASSED,
     Budget,
@@ -102,8 +104,52 @@ def passed(puzzle_id: str, kernel, **choices) -> bool:
     return evaluate(puzzle_id, kernel, **choices).passed
 
 
+def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
+    """Run ``kernel`` on one case of the puzzle (the first by default) with every memory
+    access's element recorded; returns ``(SimResult, arguments after the run)``.
+
+    Raises what the kernel raises (a ``KernelError`` at the learner's line) and
+    ``KernelLanguageError`` for a kernel outside the language.
+    """
+    from .. import kernel_lang, simt
+
+    p = find(puzzle_id)
+    kernel_lang.validate(kernel)
+    cases = p.cases(seed, choices)
+    c = cases[_validate.integer("case", case, low=0, high=len(cases) - 1)]
+    args = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in c.args.items()}
+    result = simt.run(kernel, c.grid, c.block, *args.values(), record_indices=True,
+                      max_instructions=MAX_INSTRUCTIONS)
+    return result, args
+
+
+def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, **choices):
+    """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
+    over time (which lanes ran each instruction) and the map of the memory it touched.
+
+    Prints one line instead when there is nothing to draw (the stub, an error).
+    """
+    p = find(puzzle_id)
+    if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
+        print(f"… {p.id}: not attempted yet — nothing to show")
+        return None
+    try:
+        result, _ = run(puzzle_id, kernel, **choices)
+    except Exception as exc:  # the learner's kernel: show the error as a line, not a trace
+        text, line = _kernel.explain_error(exc)
+        where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
+        print(f"✗ {p.id}: {text}{where}")
+        return None
+    try:
+        from ..views.kernel_picture import kernel_picture
+    except ImportError:  # the picture's view is not part of this build: the run's summary
+        return result
+    return kernel_picture(result, array=p.picture, block=block, warp=warp)
+
+
 __all__ = [
     "FAILED", "NOT_ATTEMPTED", "PASSED",
     "Budget", "Case", "Measure", "Puzzle", "PuzzleFailed", "PuzzleResult", "Section",
-    "check", "evaluate", "find", "kernel_from_source", "passed", "puzzles", "run_on_gpu",
+    "check", "evaluate", "find", "kernel_from_source", "passed", "puzzles", "run", "run_on_gpu",
+    "show",
 ]

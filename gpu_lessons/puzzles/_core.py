@@ -77,11 +77,14 @@ class Budget:
     array: str | None = None
     section: Section | None = None
     params: Mapping = field(default_factory=dict, hash=False)
+    limit_text: str = ""  # the limit in words, for a limit that is a function of the size
 
     def __post_init__(self):
         if self.metric not in _metrics.METRICS:
             raise ValueError(f"Budget.metric must be one of {sorted(_metrics.METRICS)}, "
                              f"got {self.metric!r}")
+        if callable(self.limit) and not self.limit_text:
+            raise ValueError("a Budget whose limit is a function needs limit_text")
 
     @property
     def name(self) -> str:
@@ -97,7 +100,7 @@ class Budget:
 
     def describe(self) -> str:
         m = _metrics.METRICS[self.metric]
-        limit = "a limit that grows with the size" if callable(self.limit) else m.show(self.limit)
+        limit = self.limit_text if callable(self.limit) else m.show(self.limit)
         return f"{self.name} {m.relation} {limit}"
 
 
@@ -109,7 +112,8 @@ class Puzzle:
     ``spec``: NumPy statement(s) that compute the outputs from the inputs (the grader runs
     it); ``inputs(size, rng)``: every kernel argument for a size; ``launch(**size,
     **choices)``: ``(grid, block)``; ``sizes``: simulated cases on which budgets are measured;
-    ``ragged``: extra cases checked for correctness only (sizes that leave partial warps);
+    ``more``: further cases checked for correctness only (sizes that leave partial warps or
+    blocks, smaller problems);
     ``gpu_size``: a realistic size for timing on a real GPU; ``choices``: launch parameters
     the learner chooses (``{"block": "threads per block"}``); ``valid(**size)``: raises a
     ``ValueError`` for a size the launch cannot handle.
@@ -130,7 +134,7 @@ class Puzzle:
     gpu_size: dict
     budgets: tuple[Budget, ...] = ()
     sections: tuple[Section, ...] = ()
-    ragged: tuple[dict, ...] = ()
+    more: tuple[dict, ...] = ()
     choices: Mapping[str, str] = field(default_factory=dict)
     valid: Callable | None = None
     rtol: float = 1e-5
@@ -178,7 +182,7 @@ class Puzzle:
         choices = dict(choices or {})
         out = []
         for k, (size, measured) in enumerate([(s, True) for s in self.sizes]
-                                             + [(s, False) for s in self.ragged]):
+                                             + [(s, False) for s in self.more]):
             args = self.make_inputs(size, seed=seed * 1000 + k)
             grid, block = self.launch(**size, **choices)
             out.append(Case(dict(size), args, grid, block, measured))
@@ -286,6 +290,13 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
     """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
     ``p`` and return the verdict (see the module docstring)."""
     choices = dict(choices or {})
+    constants = dict(constants or {})
+    if isinstance(kernel, str):  # a notebook cell: BLOCK = 256 and the like, then the def
+        kernel, numbers = _kernel.split_cell(kernel)
+        for name in p.choices:
+            if name not in choices and name.upper() in numbers:
+                choices[name] = numbers[name.upper()]
+        constants = {**{k: v for k, v in numbers.items() if v is not Ellipsis}, **constants}
 
     def fail(failure, text, *, case=None, line=None, section=None):
         context = [case.label()] if case is not None else []

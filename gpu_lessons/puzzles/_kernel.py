@@ -28,6 +28,34 @@ def kernel_from_source(source: str, constants: dict | None = None):
     return kernel_lang.compile_kernel(source, dict(constants or {}))
 
 
+def split_cell(source: str) -> tuple[str, dict]:
+    """A notebook cell's text -> (the kernel's ``def`` alone, the plain numbers assigned at
+    the top of the cell, such as ``BLOCK = 256``).  ``NAME = ...`` gives ``Ellipsis``: a
+    choice not made yet.  Anything else at the top level is left in the source, for the
+    kernel language to refuse."""
+    text = textwrap.dedent(source)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text, {}
+    lines = text.splitlines(True)
+    numbers, drop = {}, set()
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if value is Ellipsis or (isinstance(value, int | float)
+                                     and not isinstance(value, bool)):
+                numbers[node.targets[0].id] = value
+                drop.update(range(node.lineno - 1, node.end_lineno))
+    # blank the dropped lines rather than delete them: error messages keep the cell's lines
+    kept = "".join("\n" if i in drop else line for i, line in enumerate(lines))
+    return kept, numbers
+
+
 def _source_of(kernel) -> str | None:
     if isinstance(kernel, str):
         return kernel
@@ -69,6 +97,8 @@ def language_problem(kernel) -> tuple[str, int | None] | None:
         kernel_lang.validate(kernel)
     except kernel_lang.KernelLanguageError as exc:
         return str(exc), exc.lineno
+    except (TypeError, ValueError) as exc:  # no source to read, constants that are not numbers
+        return str(exc), None
     return None
 
 

@@ -27,7 +27,7 @@ def _transpose(pid, title, goal, lines, budgets, sections):
         spec="out = a.reshape(n, n).T.ravel()",
         launch_text="grid (n / 32, n / 32), block (32, 32); n a multiple of 32", lines=lines,
         inputs=_matrix, launch=lambda n: ((n // 32, n // 32), (32, 32)),
-        sizes=({"n": 64},), ragged=({"n": 32},), gpu_size={"n": 4096},
+        sizes=({"n": 64},), more=({"n": 32},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=32, multiple=32),
         budgets=budgets, sections=sections, picture="out",
     )
@@ -47,7 +47,7 @@ PUZZLES = (
         inputs=lambda s, rng: {"aos": values(rng, 3 * s["n"]), "x": unwritten(s["n"]),
                                "y": unwritten(s["n"]), "z": unwritten(s["n"]), "n": s["n"]},
         launch=lambda n: (cdiv(n, 128), 128),
-        sizes=({"n": 256},), ragged=({"n": 200},), gpu_size={"n": 1 << 22},
+        sizes=({"n": 256},), more=({"n": 200},), gpu_size={"n": 1 << 22},
         valid=lambda n: size_int("n", n),
         budgets=(loads("aos"), stores("x"), stores("y"), stores("z"),
                  Budget("bank_conflicts", 0, "a stride of 3 words is odd, so 32 lanes hit 32 "

@@ -31,13 +31,15 @@ PUZZLES = (
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
         launch_text="grid (⌈n / 16⌉, ⌈n / 16⌉), block (16, 16)", lines=6,
         inputs=_matmul_inputs, launch=lambda n: ((cdiv(n, 16), cdiv(n, 16)), (16, 16)),
-        sizes=({"n": 16},), ragged=({"n": 20},), gpu_size={"n": 4096},
+        sizes=({"n": 16},), more=({"n": 20},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n),
         budgets=(loads("b"), stores("c"),
                  Budget("loads_per_element", lambda n: n, "every element of a is read by "
-                        "the n threads of its row of c", array="a", section=INTENSITY),
+                        "the n threads of its row of c", array="a", section=INTENSITY,
+                        limit_text="n per element"),
                  Budget("loads_per_element", lambda n: n, "every element of b is read by "
-                        "the n threads of its column of c", array="b", section=INTENSITY)),
+                        "the n threads of its column of c", array="b", section=INTENSITY,
+                        limit_text="n per element")),
         sections=(INTENSITY,), picture="b",
     ),
     Puzzle(
@@ -50,14 +52,14 @@ PUZZLES = (
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
         launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=14,
         inputs=_matmul_inputs, launch=lambda n: ((n // 16, n // 16), (16, 16)),
-        sizes=({"n": 32},), ragged=({"n": 16},), gpu_size={"n": 4096},
+        sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("loads_per_element", lambda n: n / 16, "a's row of tiles is read "
                         "once by each of the n / 16 blocks along its row of c", array="a",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "b's column of tiles is read "
                         "once by each of the n / 16 blocks along its column of c", array="b",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
         sections=(INTENSITY, REUSE), picture="a",
     ),

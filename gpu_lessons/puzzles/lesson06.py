@@ -35,7 +35,7 @@ PUZZLES = (
         launch_text="grid n / 512, block 128; n a multiple of 512", lines=9,
         inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
         launch=lambda n: (n // 512, 128),
-        sizes=({"n": 1024},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 1024},), more=({"n": 512},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=512, multiple=512),
         budgets=(Budget("loads_before_first_store", 4, "the four elements are independent, "
                         "so all four loads can be in flight at once"),
@@ -56,7 +56,7 @@ PUZZLES = (
         inputs=lambda s, rng: {"x": values(rng, s["n"], 0, 10), "out": unwritten(s["n"]),
                                "n": s["n"]},
         launch=lambda n, block: (cdiv(n, _block(block)), block),
-        sizes=({"n": 3000},), ragged=({"n": 77},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 3000},), more=({"n": 77},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=9),
         choices={"block": "threads per block"},
         budgets=(Budget("occupancy", 0.75,
@@ -66,7 +66,8 @@ PUZZLES = (
                         params={"cc": "9.0", "registers": BOX_REGISTERS,
                                 "shared_bytes": lambda block: 4 * (block + 2 * BOX_RADIUS)}),
                  Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
-                        "on each side of every block boundary", array="x"),
+                        "on each side of every block boundary", array="x",
+                        limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
         sections=(OCCUPANCY, REGISTERS), picture="x",
     ),

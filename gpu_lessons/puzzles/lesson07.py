@@ -47,7 +47,7 @@ def _reduce(pid, title, goal, lines, budgets, sections, picture="x"):
         inputs=lambda s, rng: {"x": values(rng, s["n"], 0, 10),
                                "out": unwritten(s["n"] // 256)},
         launch=lambda n: (n // 256, 256),
-        sizes=({"n": 512},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 512},), more=({"n": 256},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=256, multiple=256),
         budgets=budgets, sections=sections, picture=picture,
     )
@@ -62,7 +62,7 @@ def _scan(pid, title, goal, lines, spec, block, budgets, sections):
         launch_text=f"grid n / 128, block {block}", lines=lines,
         inputs=lambda s, rng: {"x": values(rng, s["n"], 0, 10), "out": unwritten(s["n"])},
         launch=lambda n: (n // 128, block),
-        sizes=({"n": 256},), gpu_size={"n": 1 << 24},
+        sizes=({"n": 256},), more=({"n": 128},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=128, multiple=128),
         budgets=budgets, sections=sections, picture="x",
     )
@@ -134,15 +134,16 @@ PUZZLES = (
                                "b": values(rng, s["n"] ** 2, -4, 5),
                                "c": unwritten(s["n"] ** 2), "n": s["n"]},
         launch=lambda n: ((n // 16, n // 16), (8, 8)),
-        sizes=({"n": 32},), gpu_size={"n": 4096},
+        sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("shared_loads_per_fma", 1.0, "2 values of a and 2 of b feed 2 × 2 = 4 "
                         "multiply-adds (one output per thread needs 2 loads per "
                         "multiply-add)", section=REUSE),
                  Budget("loads_per_element", lambda n: n / 16, "16 × 16 tiles: each element "
-                        "is read by the n / 16 blocks that need it", array="a", section=REUSE),
+                        "is read by the n / 16 blocks that need it", array="a", section=REUSE,
+                        limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "likewise for b", array="b",
-                        section=REUSE),
+                        section=REUSE, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
         sections=(REUSE,), picture="a",
     ),

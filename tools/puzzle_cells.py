@@ -41,8 +41,8 @@ INTRO = """\
 Now write kernels. Each puzzle gives a spec (the output, as NumPy computes it), the kernel's
 signature and its launch; you write the kernel from one thread's point of view in the SIMT
 simulator (`t.thread_idx`, `t.if_`, `t.shared`, `t.sync`, … — lesson 02 introduced it). Kernels
-are checked against the kernel language first: the same rules `gpu_lessons.cuda.to_cuda` needs
-to turn them into CUDA C.
+are checked against the kernel language first (`docs/kernel_language.md`): the same rules
+`gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
 
 The check cell prints **✓** when the kernel is *correct* — the spec's output on several random
 inputs, including sizes that leave blocks part-empty, with no race and no read of shared memory

@@ -27,7 +27,7 @@ def _transpose(pid, title, goal, lines, budgets, sections):
         spec="out = a.reshape(n, n).T.ravel()",
         launch_text="grid (n / 32, n / 32), block (32, 32); n a multiple of 32", lines=lines,
         inputs=_matrix, launch=lambda n: ((n // 32, n // 32), (32, 32)),
-        sizes=({"n": 64},), more=({"n": 32},), gpu_size={"n": 4096},
+        sizes=({"n": 64},), more=({"n": 32}, {"n": 96}), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=32, multiple=32),
         budgets=budgets, sections=sections, picture="out", picture_row="n",
     )

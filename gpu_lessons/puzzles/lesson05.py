@@ -52,7 +52,7 @@ PUZZLES = (
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
         launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=15,
         inputs=_matmul_inputs, launch=lambda n: ((n // 16, n // 16), (16, 16)),
-        sizes=({"n": 32},), more=({"n": 16}, {"n": 48}), gpu_size={"n": 4096},
+        sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("loads_per_element", lambda n: n / 16, "a's row of tiles is read "
                         "once by each of the n / 16 blocks along its row of c", array="a",

@@ -16,6 +16,7 @@ maker that works at any allowed size, the budgets, and the lesson sections that 
 
 from __future__ import annotations
 
+import html
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -273,130 +274,15 @@ class PuzzleResult:
 
     def _repr_html_(self) -> str:
         rows = [(m.name, m.text, "✓" if m.ok else "✗") for m in self.measures]
-        return (f"<p>{_html_escape(self.message)}</p>"
+        return (f"<p>{html.escape(self.message)}</p>"
                 + (html_table(f"Budgets of {self.puzzle}", ("property", "measured", ""), rows)
                    if rows else ""))
 
 
-def _html_escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
-
-
 # -- judging ------------------------------------------------------------------------------------
-
-def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
-          constants: Mapping | None = None) -> PuzzleResult:
-    """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
-    ``p`` and return the verdict (see the module docstring)."""
-    choices = dict(choices or {})
-    constants = dict(constants or {})
-    if isinstance(kernel, str):  # a notebook cell: BLOCK = 256 and the like, then the def
-        kernel, numbers = _kernel.split_cell(kernel)
-        for name in p.choices:
-            if name not in choices and name.upper() in numbers:
-                choices[name] = numbers[name.upper()]
-        constants = {**{k: v for k, v in numbers.items() if v is not Ellipsis}, **constants}
-
-    def fail(failure, text, *, case=None, line=None, section=None):
-        context = [case.label()] if case is not None else []
-        if line is not None and f"line {line}" not in text:
-            context.append(f"line {line}")
-        text += f" ({'; '.join(context)})" if context else ""
-        text += f" — see {section}" if section is not None else ""
-        return PuzzleResult(p.id, FAILED, False, f"✗ {p.id}: {text}", failure, line)
-
-    stub = _kernel.is_stub(kernel)
-    if stub or any(v is Ellipsis for v in choices.values()):
-        why = (f"`{p.kernel_name}` still raises NotImplementedError" if stub
-               else f"choose {', '.join(k.upper() for k, v in choices.items() if v is Ellipsis)}")
-        return PuzzleResult(p.id, NOT_ATTEMPTED, False, f"… {p.id}: not attempted yet — {why}")
-    if isinstance(kernel, str):
-        try:
-            kernel = _kernel.kernel_from_source(kernel, constants)
-        except KernelLanguageError as exc:
-            return fail("language", str(exc), line=exc.lineno)
-        except (SyntaxError, TypeError, ValueError) as exc:
-            return fail("language", f"the kernel's source cannot be compiled: {exc}")
-    problem = _kernel.language_problem(kernel)
-    if problem is not None:
-        return fail("language", problem[0], line=problem[1])
-    problem = _kernel.signature_problem(kernel, p.params)
-    if problem is not None:
-        return fail("signature", problem)
-    for name, what in p.choices.items():
-        if name not in choices:
-            return fail("choice", f"this puzzle needs your launch choice: pass {name}=... "
-                                  f"({what})")
-    try:
-        cases = p.cases(seed, choices)
-    except (TypeError, ValueError) as exc:
-        return fail("choice", str(exc))
-
-    runs = []
-    for case in cases:
-        args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
-        try:
-            result = simt.run(kernel, case.grid, case.block, *args.values(),
-                              max_instructions=MAX_INSTRUCTIONS)
-        except NotImplementedError:
-            return PuzzleResult(p.id, NOT_ATTEMPTED, False,
-                                f"… {p.id}: not attempted yet — `{p.kernel_name}` still raises "
-                                f"NotImplementedError")
-        except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
-            text, line = _kernel.explain_error(exc)
-            return fail("error", text, case=case, line=line)
-        hazard = _hazard(result)
-        if hazard is not None:
-            failure, text, line, section = hazard
-            return fail(failure, text, case=case, line=line, section=section)
-        wrong = _first_wrong(p, case, args)
-        if wrong is not None:
-            return fail("wrong", wrong, case=case,
-                        section=p.sections[0] if p.sections else None)
-        runs.append((case, result))
-
-    measures, first = [], None
-    for b in (*p.budgets, *_implicit(runs)):
-        metric = _metrics.METRICS[b.metric]
-        shown = None
-        for case, result in runs:
-            if not case.measured:
-                continue
-            limit = b.limit_for(case.size, choices)
-            value, line = metric.measure(result, case, b.array, b.params)
-            ok = metric.within(value, limit)
-            m = Measure(b.name, value, limit, ok,
-                        f"{metric.show(value)}, budget {metric.relation} {metric.show(limit)}")
-            shown = (m, case, line)
-            if not ok:
-                break
-        if shown is None:
-            continue
-        measures.append(shown[0])
-        if not shown[0].ok and first is None:
-            first = (b, *shown)
-    if first is not None:
-        b, m, case, line = first
-        metric = _metrics.METRICS[b.metric]
-        context = case.label() + (f"; line {line}" if line is not None else "")
-        text = (f"correct, but {b.name}: {metric.show(m.value)}, the budget is "
-                f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
-        return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
-                            b.metric, line, tuple(measures))
-    summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
-                        for b, m in zip((*p.budgets, *_implicit(runs)), measures, strict=True))
-    return PuzzleResult(p.id, PASSED, True,
-                        f"✓ {p.id}: correct on {len(runs)} input{'s' if len(runs) > 1 else ''}"
-                        + (f", within every budget: {summary}" if summary else ""),
-                        None, None, tuple(measures))
-
 
 RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
 SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
-
-
 
 #: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
 SHUFFLES_READ_ACTIVE_LANES = Budget(
@@ -404,8 +290,134 @@ SHUFFLES_READ_ACTIVE_LANES = Budget(
     "leaves the value read from an inactive lane undefined)")
 
 
+class _Failed(Exception):
+    """Carries a finished verdict out of the steps of :func:`judge`."""
+
+    def __init__(self, result: PuzzleResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
+          constants: Mapping | None = None) -> PuzzleResult:
+    """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
+    ``p`` and return the verdict (see the module docstring)."""
+    try:
+        kernel, choices = _prepare(p, kernel, dict(choices or {}), dict(constants or {}))
+        runs = [_run_case(p, kernel, case) for case in _cases(p, seed, choices)]
+    except _Failed as stop:
+        return stop.result
+    budgets = (*p.budgets, *_implicit(runs))
+    measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
+    measures = tuple(m for _, (m, _, _) in measured)
+    for b, (m, case, line) in measured:
+        if not m.ok:
+            metric = _metrics.METRICS[b.metric]
+            context = case.label() + (f"; line {line}" if line is not None else "")
+            text = (f"correct, but {b.name}: {metric.show(m.value)}, the budget is "
+                    f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
+            return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
+                                b.metric, line, measures)
+    summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
+                        for b, (m, _, _) in measured)
+    inputs = f"{len(runs)} input{'s' if len(runs) > 1 else ''}"
+    return PuzzleResult(p.id, PASSED, True, f"✓ {p.id}: correct on {inputs}"
+                        + (f", within every budget: {summary}" if summary else ""),
+                        None, None, measures)
+
+
+def _fail(p: Puzzle, failure: str, text: str, *, case=None, line=None, section=None):
+    context = [case.label()] if case is not None else []
+    if line is not None and f"line {line}" not in text:
+        context.append(f"line {line}")
+    text += f" ({'; '.join(context)})" if context else ""
+    text += f" — see {section}" if section is not None else ""
+    return _Failed(PuzzleResult(p.id, FAILED, False, f"✗ {p.id}: {text}", failure, line))
+
+
+def _prepare(p: Puzzle, kernel, choices: dict, constants: dict):
+    """The kernel as a function in the kernel language, and the launch choices; raises
+    :class:`_Failed` for a stub, a kernel outside the language, a wrong signature or a
+    missing choice."""
+    if isinstance(kernel, str):  # a notebook cell: BLOCK = 256 and the like, then the def
+        kernel, numbers = _kernel.split_cell(kernel)
+        for name in p.choices:
+            if name not in choices and name.upper() in numbers:
+                choices[name] = numbers[name.upper()]
+        constants = {**{k: v for k, v in numbers.items() if v is not Ellipsis}, **constants}
+    stub = _kernel.is_stub(kernel)
+    unchosen = [k.upper() for k, v in choices.items() if v is Ellipsis]
+    if stub or unchosen:
+        why = (f"`{p.kernel_name}` still raises NotImplementedError" if stub
+               else f"choose {', '.join(unchosen)}")
+        raise _Failed(PuzzleResult(p.id, NOT_ATTEMPTED, False,
+                                   f"… {p.id}: not attempted yet — {why}"))
+    if isinstance(kernel, str):
+        try:
+            kernel = _kernel.kernel_from_source(kernel, constants)
+        except KernelLanguageError as exc:
+            raise _fail(p, "language", str(exc), line=exc.lineno) from None
+        except (SyntaxError, TypeError, ValueError) as exc:
+            raise _fail(p, "language", f"the kernel's source cannot be compiled: {exc}") from None
+    problem = _kernel.language_problem(kernel)
+    if problem is not None:
+        raise _fail(p, "language", problem[0], line=problem[1])
+    problem = _kernel.signature_problem(kernel, p.params)
+    if problem is not None:
+        raise _fail(p, "signature", problem)
+    for name, what in p.choices.items():
+        if name not in choices:
+            raise _fail(p, "choice", f"this puzzle needs your launch choice: pass {name}=... "
+                                     f"({what})")
+    return kernel, choices
+
+
+def _cases(p: Puzzle, seed: int, choices: dict) -> list[Case]:
+    try:
+        return p.cases(seed, choices)
+    except (TypeError, ValueError) as exc:  # a launch choice the puzzle cannot take
+        raise _fail(p, "choice", str(exc)) from None
+
+
+def _run_case(p: Puzzle, kernel, case: Case):
+    """``(case, SimResult)`` for a correct, hazard-free run; raises :class:`_Failed`."""
+    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
+    try:
+        result = simt.run(kernel, case.grid, case.block, *args.values(),
+                          max_instructions=MAX_INSTRUCTIONS)
+    except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
+        text, line = _kernel.explain_error(exc)
+        raise _fail(p, "error", text, case=case, line=line) from None
+    hazard = _hazard(result)
+    if hazard is not None:
+        failure, text, line, section = hazard
+        raise _fail(p, failure, text, case=case, line=line, section=section)
+    wrong = _first_wrong(p, case, args)
+    if wrong is not None:
+        raise _fail(p, "wrong", wrong, case=case, section=p.sections[0] if p.sections else None)
+    return case, result
+
+
+def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | None:
+    """The budget on the measured cases: the first case that breaks it, else the last."""
+    metric = _metrics.METRICS[b.metric]
+    shown = None
+    for case, result in runs:
+        if not case.measured:
+            continue
+        limit = b.limit_for(case.size, choices)
+        value, line = metric.measure(result, case, b.array, b.params)
+        ok = metric.within(value, limit)
+        shown = (Measure(b.name, value, limit, ok,
+                         f"{metric.show(value)}, budget {metric.relation} {metric.show(limit)}"),
+                 case, line)
+        if not ok:
+            break
+    return shown
+
+
 def _implicit(runs) -> tuple[Budget, ...]:
-    """Budgets every kernel meets whatever the puzzle: none yet, unless it shuffled."""
+    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles."""
     shuffled = any(r.totals.shuffle_instructions for _, r in runs)
     return (SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()
 

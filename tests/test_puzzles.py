@@ -63,6 +63,9 @@ def test_at_least_24_puzzles_in_lesson_order():
     assert set(lessons) == set(range(2, 9))            # every exercise notebook 02-08 has some
     assert all(p.title and p.goal for p in ALL)
     assert {"transpose", "reduce", "matmul_tiled"} <= set(IDS)
+    assert puzzles.puzzles(4) == tuple(p for p in ALL if p.lesson == 4)
+    with pytest.raises(ValueError, match="lesson"):
+        puzzles.puzzles(11)
 
 
 def test_the_issue_s_ideas_are_all_there():

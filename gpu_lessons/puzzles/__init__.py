@@ -60,7 +60,8 @@ def puzzles(lesson: int | None = None) -> tuple[Puzzle, ...]:
     """Every puzzle in course order, or those of one lesson (2–8)."""
     if lesson is None:
         return _ALL
-    return tuple(p for p in _ALL if p.lesson == int(lesson))
+    lesson = _validate.integer("lesson", lesson, low=2, high=8)
+    return tuple(p for p in _ALL if p.lesson == lesson)
 
 
 def find(puzzle_id: str) -> Puzzle:

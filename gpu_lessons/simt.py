@@ -89,7 +89,10 @@ How it works
   ``src_lane % 32``; a source outside 0..31 gives the lane its own ``v``.  CUDA leaves the
   value read from an inactive lane undefined; the simulator returns that lane's register
   and records it (``SimResult.shuffle_reads``, a note, ``Stats.shuffle_inactive_reads``).
-  ``t.syncwarp()`` is ``__syncwarp()``: one ``bar.warp`` instruction.
+  ``t.syncwarp()`` is ``__syncwarp()``: one ``bar.warp`` instruction.  Since Volta the lanes
+  of a warp may be scheduled independently (Programming Guide, "Independent Thread
+  Scheduling"), which is why the shuffles take a mask and ``__syncwarp()`` exists; here a
+  warp's active lanes always run in lockstep, so ``t.syncwarp()`` only costs its slot.
 * **Errors point at the kernel's line.**  Whatever a kernel raises while it runs (an index
   outside an array by an active lane, a Python ``if`` on lane values, a ``NameError``) comes
   out of :func:`run` as a :class:`KernelError` whose message starts with the file or cell,
@@ -133,7 +136,6 @@ from .simt_result import (
     SimResult,
     Stats,
     UninitialisedRead,
-    _array_stats,
     _stats,
 )
 
@@ -1343,6 +1345,6 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
     return SimResult(kernel=getattr(kernel, "__name__", "kernel"), grid=grid, block=block,
                      order=order, events=events, races=tuple(sim.races),
                      notes=tuple(sim.notes), barriers=sim.barriers,
-                     totals=_stats(events), arrays=_array_stats(events, sim.shapes),
+                     totals=_stats(events), array_shapes=sim.shapes,
                      uninitialised_reads=tuple(sim.uninitialised),
                      shuffle_reads=tuple(sim.shuffle_reads))

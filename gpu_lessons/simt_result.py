@@ -17,6 +17,7 @@ an inactive lane, and the serialisation of atomics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -459,9 +460,16 @@ class SimResult:
     notes: tuple[str, ...]
     barriers: int
     totals: Stats
-    arrays: dict = field(default_factory=dict, hash=False)
     uninitialised_reads: tuple[UninitialisedRead, ...] = ()
     shuffle_reads: tuple[ShuffleRead, ...] = ()
+    #: array name -> (space, shape, itemsize), for :attr:`arrays`
+    array_shapes: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @cached_property
+    def arrays(self) -> dict[str, ArrayStats]:
+        """:class:`ArrayStats` per array name (kernel arguments and shared arrays), summed
+        over the whole run; computed on first use."""
+        return _array_stats(self.events, self.array_shapes)
 
     # the numbers a lesson asks for first
     simt_efficiency = property(lambda self: self.totals.simt_efficiency)

@@ -356,6 +356,29 @@ def test_forged_or_flooded_results_are_invalid(run, name, why):
     assert why in row["reason"] and "nothing from it was graded" in row["reason"]
 
 
+@needs_sandbox
+def test_interrupted_run_kills_its_sandboxes_and_writes_what_it_has(tmp_path, monkeypatch):
+    chapter5_samples(monkeypatch)
+    marker = f"gpu-lessons-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv(sandbox.MARKER_VARIABLE, marker)
+    shutil.copy(SUBMISSIONS / "sigint_05.ipynb", tmp_path / "a_05.ipynb")
+    (tmp_path / "b_05.ipynb").write_text("{oops")
+    out = tmp_path / "out" / "grades.csv"
+
+    def interrupt(row):  # the invalid notebook's row comes first: Ctrl-C then
+        time.sleep(2)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade(tmp_path, chapter=5, out=out, jobs=2, timeout=NOTEBOOK_TIMEOUT,
+              progress=interrupt)
+    assert leftovers(marker) == []
+    rows = {r["file"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["b_05.ipynb"]["status"] == "invalid notebook"
+    assert rows["a_05.ipynb"]["status"] == "not graded"
+    assert "interrupted" in rows["a_05.ipynb"]["reason"]
+
+
 # -- without a sandbox ---------------------------------------------------------------------------------
 
 def test_no_sandbox_grades_trusted_notebooks(tmp_path, monkeypatch, capsys):

@@ -34,6 +34,9 @@ from .rows import Report, make_row, status_and_reason
 from .submissions import DEFAULT_ID_PATTERN
 
 
+INTERRUPTED = "the grading run was interrupted before this notebook was graded"
+
+
 class SandboxUnavailable(RuntimeError):
     """Untrusted notebooks cannot be sandboxed here and ``--no-sandbox`` was not given."""
 
@@ -106,6 +109,8 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
         try:
             return run.grade_one(path, _subs.clean_path(rel), student)
         except Exception as exc:  # never lose a row to a grader bug
+            if run.stopped:
+                return _plain_row(run, rel, student, NOT_GRADED, INTERRUPTED)
             return _plain_row(run, rel, student, CRASHED,
                               f"grader error: {type(exc).__name__}: {exc}")
 
@@ -127,7 +132,7 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
                 else:
                     rel = path.relative_to(root).as_posix()
                     rows[str(path)] = _plain_row(run, rel, _subs.student_id(rel, pattern),
-                                                 NOT_GRADED, "the grading run was interrupted")
+                                                 NOT_GRADED, INTERRUPTED)
         grades = _collect(chapter, paths, rows)
         if out is not None:
             grades.write(out, feedback=feedback)
@@ -176,6 +181,8 @@ class _Run:
                                    sandbox=self.sandbox, limits=self._limits(), uid=uid,
                                    files={"submission.ipynb": path})
             outcome = self._run(proc, work_plan)
+            if self._stopped:  # killed by Ctrl-C, not by its own doing
+                raise RuntimeError("grading was interrupted")
             report = Report.read(outcome.lines, plan, len(cells))
             status, reason = status_and_reason(report, outcome, self.cell_timeout, self.timeout,
                                                self.limits.processes)
@@ -207,6 +214,10 @@ class _Run:
         finally:
             with self._lock:
                 self._running.discard(proc)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def stop(self) -> None:
         with self._lock:

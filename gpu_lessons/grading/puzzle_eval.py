@@ -6,12 +6,12 @@ kernel for grading (the learner could have patched the simulator there) nor in t
 process (it is the learner's code).  :func:`evaluate_kernels` starts a fresh sandbox that
 receives only those sources, and in it :func:`main`
 
-1. checks each source with ``gpu_lessons.kernel_lang.validate`` (the kernel language: no
-   imports, no ``_`` attributes, only the documented ``t.`` API, a whitelist of ``np.`` names
-   and builtins), so what runs next cannot reach the simulator's internals;
-2. defines the function from the source, with NumPy and the named numbers;
-3. runs ``gpu_lessons.puzzles.evaluate(puzzle_id, kernel)`` and reports ``passed``,
-   ``correct`` and the puzzle checker's ``message``, one JSON line each.
+1. runs ``gpu_lessons.puzzles.evaluate(puzzle_id, source, constants=..., **choices)``, which
+   checks the source with the kernel language (``gpu_lessons.kernel_lang``: no imports, no
+   ``_`` attributes, only the documented ``t.`` API, a whitelist of ``np.`` names and
+   builtins), defines it in a namespace holding only NumPy, the named numbers and the
+   language's builtins, and judges it on the puzzle's cases and budgets;
+2. reports ``passed``, ``correct`` and the puzzle checker's ``message``, one JSON line each.
 
 The grader reads those lines back like any sandbox output: bounded, and checked.
 """
@@ -47,8 +47,11 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
         elif answer.get("truncated"):
             report.puzzles[p.column] = _failed(p.id, f"`{p.name}` is too long to grade")
         else:
+            chosen = answer.get("choices") or {}
             todo.append({"id": p.column, "puzzle": p.id, "name": answer["name"],
-                         "source": answer["source"], "globals": answer.get("globals") or {}})
+                         "source": answer["source"], "globals": answer.get("globals") or {},
+                         "choices": {c: chosen[c.upper()] for c in p.choices
+                                     if c.upper() in chosen}})
     if not todo:
         return
     proc = Process([sys.executable, "-I", "-m", __name__], sandbox=sandbox, limits=limits,
@@ -83,26 +86,16 @@ def _failed(puzzle_id: str, why: str) -> dict:
 # -- inside the sandbox ----------------------------------------------------------------------
 
 def _evaluate_one(item: dict) -> dict:
+    """Let the puzzle judge one kernel's source (inside the sandbox).  ``evaluate`` turns the
+    text into a function with ``kernel_lang.compile_kernel``, which validates it first."""
     try:
-        from gpu_lessons import kernel_lang, puzzles
+        from gpu_lessons import puzzles
     except ImportError as exc:
         return {"passed": False, "correct": False,
                 "message": f"✗ puzzle {item['puzzle']}: puzzle grading is not available in this "
                            f"install ({exc})"}
-    source = textwrap.dedent(item["source"])
-    try:
-        kernel_lang.validate(source)
-    except ValueError as exc:  # KernelLanguageError names the construct and the line
-        return {"passed": False, "correct": False, "message": f"✗ puzzle {item['puzzle']}: {exc}"}
-    import numpy as np
-
-    namespace = {"np": np, **item["globals"]}
-    exec(compile(source, f"<{item['name']}>", "exec"), namespace)  # validated above
-    kernel = namespace.get(item["name"])
-    if not callable(kernel):
-        return {"passed": False, "correct": False,
-                "message": f"✗ puzzle {item['puzzle']}: the source defines no `{item['name']}`"}
-    result = puzzles.evaluate(item["puzzle"], kernel)
+    result = puzzles.evaluate(item["puzzle"], textwrap.dedent(item["source"]),
+                              constants=dict(item["globals"]), **item["choices"])
     return {"passed": bool(result.passed), "correct": bool(result.correct),
             "message": str(result.message)[:4000]}
 

@@ -28,11 +28,10 @@ from .. import _validate
 from . import output
 from . import sandbox as _sandbox
 from . import submissions as _subs
-from .plan import Plan, Puzzle
+from .plan import Plan, Puzzle, chapter_puzzles
 from .results import CRASHED, INVALID, NOT_GRADED, Grades, Row
 from .rows import Report, make_row, status_and_reason
 from .submissions import DEFAULT_ID_PATTERN
-
 
 INTERRUPTED = "the grading run was interrupted before this notebook was graded"
 
@@ -52,7 +51,7 @@ NO_SANDBOX_RISKS = (
 def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
           cell_timeout: float = 60, timeout: float = 600, seed: int | str = 0,
           kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
-          questions_for: Callable[[str], tuple] | None = None, puzzles=(),
+          questions_for: Callable[[str], tuple] | None = None, puzzles=None,
           sandbox: bool = True, limits: _sandbox.Limits | None = None,
           progress: Callable[[Row], None] | None = None) -> Grades:
     """Grade every ``*.ipynb`` under ``submissions`` (a folder, or a list of notebook paths).
@@ -64,7 +63,8 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     seconds per cell (then SIGINT) and per notebook (then the sandbox is killed).  ``seed``
     picks the inputs function answers are tried on.  ``questions_for(student_id)`` returns
     that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
-    whose kernels to collect and judge.  ``sandbox=False`` runs notebooks without a sandbox
+    whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
+    for none).  ``sandbox=False`` runs notebooks without a sandbox
     (see ``NO_SANDBOX_RISKS``).  ``progress(row)`` is called as each row is done.
     """
     from ..questions import chapter_number, load
@@ -80,12 +80,12 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     except re.error as exc:
         raise ValueError(f"id_pattern={id_pattern!r} is not a valid regular expression: "
                          f"{exc}") from None
-    puzzles = tuple(puzzles)
-    if not all(isinstance(p, Puzzle) for p in puzzles):
-        raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
     if chapter is not None or questions_for is None:
         chapter = chapter_number(chapter if chapter is not None
                                  else _subs.chapter_from(paths))
+    puzzles = chapter_puzzles(chapter) if puzzles is None else tuple(puzzles)
+    if not all(isinstance(p, Puzzle) for p in puzzles):
+        raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
     if questions_for is None:
         if not load(chapter) and not puzzles:
             raise ValueError(f"chapter {chapter:02d} has no questions to grade yet")

@@ -60,6 +60,7 @@ class Plan:
     cases: dict
     puzzles: tuple[Puzzle, ...]
     nonce: str
+    seed: int | str = 0
 
     @classmethod
     def make(cls, questions, seed, puzzles=()) -> Plan:
@@ -67,7 +68,7 @@ class Plan:
 
         cases = {q.id: q.answer.make_cases(q.id, seed=f"grade:{seed}")
                  for q in questions if isinstance(q.answer, Function)}
-        plan = cls(tuple(questions), cases, tuple(puzzles), secrets.token_hex(16))
+        plan = cls(tuple(questions), cases, tuple(puzzles), secrets.token_hex(16), seed)
         plan.warm_up()
         return plan
 

@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import textwrap
+import zlib
 
 from .plan import Plan
 
@@ -56,7 +57,7 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
         return
     proc = Process([sys.executable, "-I", "-m", __name__], sandbox=sandbox, limits=limits,
                    uid=uid, max_total=4 * 2**20, max_line=64 * 1024)
-    outcome = proc.run(json.dumps({"answers": todo}).encode(),
+    outcome = proc.run(json.dumps({"answers": todo, "seed": puzzle_seed(plan.seed)}).encode(),
                        timeout or 30 + PER_KERNEL_S * len(todo))
     wanted = {item["id"] for item in todo}
     seen = {}
@@ -78,6 +79,12 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
             report.puzzles[item["id"]] = _failed(item["puzzle"], f"not evaluated: {why}")
 
 
+def puzzle_seed(seed) -> int:
+    """The puzzles' input seed (an int >= 0) from the run's ``--seed`` (any text): the grader
+    tries kernels on inputs a learner's own check never drew (their check uses seed 0)."""
+    return zlib.crc32(f"grade:{seed}".encode())
+
+
 def _failed(puzzle_id: str, why: str) -> dict:
     return {"event": "puzzle", "passed": False, "correct": False,
             "message": f"✗ puzzle {puzzle_id}: {why}"}
@@ -85,7 +92,7 @@ def _failed(puzzle_id: str, why: str) -> dict:
 
 # -- inside the sandbox ----------------------------------------------------------------------
 
-def _evaluate_one(item: dict) -> dict:
+def _evaluate_one(item: dict, seed: int) -> dict:
     """Let the puzzle judge one kernel's source (inside the sandbox).  ``evaluate`` turns the
     text into a function with ``kernel_lang.compile_kernel``, which validates it first."""
     try:
@@ -95,7 +102,7 @@ def _evaluate_one(item: dict) -> dict:
                 "message": f"✗ puzzle {item['puzzle']}: puzzle grading is not available in this "
                            f"install ({exc})"}
     result = puzzles.evaluate(item["puzzle"], textwrap.dedent(item["source"]),
-                              constants=dict(item["globals"]), **item["choices"])
+                              constants=dict(item["globals"]), seed=seed, **item["choices"])
     return {"passed": bool(result.passed), "correct": bool(result.correct),
             "message": str(result.message)[:4000]}
 
@@ -112,10 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = os.fdopen(int(argv[0]), "w", encoding="utf-8")
     signal.signal(signal.SIGALRM, _alarm)
-    for item in json.loads(sys.stdin.buffer.read())["answers"]:
+    task = json.loads(sys.stdin.buffer.read())
+    for item in task["answers"]:
         signal.alarm(PER_KERNEL_S)
         try:
-            result = _evaluate_one(item)
+            result = _evaluate_one(item, task["seed"])
         except Exception as exc:  # the kernel raised outside the puzzle's own checks
             result = {"passed": False, "correct": False,
                       "message": f"✗ puzzle {item['puzzle']}: {type(exc).__name__}: {exc}"[:2000]}

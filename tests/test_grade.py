@@ -223,7 +223,7 @@ def test_one_feedback_file_per_student(run):
     good = (run.feedback / "good.md").read_text("utf-8")
     assert "**5 / 5 points**" in good and "correct on all" in good
     edited = (run.feedback / "edited.md").read_text("utf-8")
-    assert "sparse" in edited and "question 05.ridge_h100: not correct (0 points)" in edited
+    assert "sparse" in edited and "## Question 05.ridge_h100 — not correct (0 points)" in edited
     assert "295" not in edited  # the feedback never gives the answer
 
 

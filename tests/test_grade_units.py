@@ -247,8 +247,9 @@ def test_feedback_files_one_per_student(tmp_path):
     names = sorted(p.name for p in (tmp_path / "fb").iterdir())
     assert names == ["ann-2.md", "ann.md", "etc_passwd.md"] and len(written) == 5
     text = (tmp_path / "fb" / "ann.md").read_text("utf-8")
-    assert "**2 / 3 points**" in text and "question 05.x: correct (2 points)" in text
-    assert "puzzle `reduce`: not correct" in text and "&lt;b&gt;race&lt;/b&gt;" in text
+    assert "**2 / 3 points**" in text and "## Question 05.x — correct (2 points)" in text
+    assert "## Puzzle `reduce` — not correct (0 points)" in text
+    assert "&lt;b&gt;race&lt;/b&gt;" in text
     assert "not attempted" in (tmp_path / "fb" / "ann-2.md").read_text("utf-8")
 
 

@@ -487,3 +487,23 @@ def test_old_import_path_still_works():
     from gpu_lessons.grading import runner
 
     assert old.grade is runner.grade and "ok" in old.STATUSES
+
+
+def test_worker_passes_on_each_answer_once_and_bounds_its_size():
+    import os
+
+    from gpu_lessons.grading import worker
+
+    r, w = os.pipe()
+    report = worker.Reporter(w)
+    report.answer("05.a", {"kind": "number", "value": 1})
+    report.answer("05.a", {"kind": "number", "value": 2})  # a second channel: ignored
+    report.answer("05.b", {"kind": "seq", "items": [{"kind": "number", "value": 1.5}] * 200_000})
+    report.event(event="end", status="ok")
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        events = [json.loads(line) for line in f]
+    assert [e.get("id") for e in events] == ["05.a", "05.b", None]
+    assert events[0]["observation"]["value"] == 1
+    assert events[1]["observation"]["type"] == "answer too large to grade"
+    assert untrusted.observation(events[1]["observation"])

@@ -109,13 +109,19 @@ def _unavailable() -> str:
     for tool in ("prlimit", *(("setpriv",) if os.geteuid() == 0 else ())):
         if _tool(tool) is None:
             return f"{tool} (util-linux) is missing"
+    # The very command a submission gets (an old bwrap without --size fails here, not later).
+    info_r, info_w = os.pipe()
     try:
-        probe = subprocess.run(
-            [BWRAP, *_namespace_args(), *_system_args(), "--proc", "/proc", "--dev", "/dev",
-             *_readonly_args(), "--", sys.executable, "-I", "-c", "pass"],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        cmd = bwrap_command([sys.executable, "-I", "-c", "pass"], limits=Limits(),
+                            uid=UID_BASE + 1023 if os.geteuid() == 0 else None, env={},
+                            files={}, info_fd=info_w)
+        probe = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                               pass_fds=(info_w,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not start: {exc}"
+    finally:
+        os.close(info_w)
+        os.close(info_r)
     if probe.returncode != 0:
         why = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         return f"bubblewrap cannot make a sandbox here ({why[0][:200]})"

@@ -127,7 +127,6 @@ from .simt_errors import KernelError, SimtError, kernel_error
 from .simt_result import (
     KINDS,
     MEMORY_KINDS,
-    WARP_SIZE,
     AccessMap,
     ArrayStats,
     Event,

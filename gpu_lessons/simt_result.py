@@ -24,10 +24,8 @@ import numpy as np
 
 from . import _validate
 from ._format import html_table
+from .hardware import WARP_SIZE
 from .memory import BANK_BYTES, BANKS, SECTOR_BYTES
-
-#: Threads per warp (CUDA C++ Programming Guide, "SIMT Architecture").
-WARP_SIZE = 32
 
 #: Instruction kinds the simulator issues (its own instruction set, not SASS).
 KINDS = ("alu", "branch", "ld.global", "st.global", "ld.shared", "st.shared", "bar.sync",

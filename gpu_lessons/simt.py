@@ -122,6 +122,7 @@ import numpy as np
 from greenlet import greenlet
 
 from . import _validate
+from .hardware import WARP_SIZE
 from .memory import global_load, shared_load
 from .simt_errors import KernelError, SimtError, kernel_error
 from .simt_result import (

@@ -444,6 +444,24 @@ def test_each_student_gets_the_questions_questions_for_returns(tmp_path):
     assert line["05.axpy_bound"] == "" and line["05.ridge_h100"] == "0"
 
 
+def test_a_student_questions_for_refuses_is_not_graded(tmp_path):
+    """A roster check lives in questions_for: it raises for an unknown student, whose row then
+    says so (and nothing of theirs runs)."""
+    from gpu_lessons.grading import grade
+
+    def questions_for(student):
+        if student != "ann":
+            raise ValueError(f"student {student!r} is not on the roster")
+        return chapter5()
+
+    for who in ("ann", "eve"):
+        (tmp_path / f"{who}_05.ipynb").write_text("{oops")
+    ann, eve = grade(tmp_path, questions_for=questions_for, sandbox=False).rows
+    assert (ann.status, ann.max) == ("invalid notebook", 5)
+    assert (eve.status, eve.max, eve.points) == ("not graded", 0, {})
+    assert eve.reason == "no questions for this student: student 'eve' is not on the roster"
+
+
 def test_references_are_computed_before_the_sandbox_starts(tmp_path, monkeypatch):
     from gpu_lessons.grading import grade, sandbox
     from gpu_lessons.questions.types import Number, Question

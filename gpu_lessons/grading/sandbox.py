@@ -272,9 +272,10 @@ class Slots:
 class Process:
     """One sandboxed (or, with ``sandbox=False``, merely separate) run of a command.
 
-    The command reads ``stdin`` (bytes) and writes its results, one line each, to file
-    descriptor 3; its stdout and stderr are its log.  :meth:`run` waits at most ``timeout``
-    seconds, then kills everything the command started.
+    The command gets one more argument, the number of a file descriptor on which it writes its
+    results, one line each; it reads ``stdin`` (bytes), and its stdout and stderr are its log.
+    ``files`` (name -> path) are copied into its work folder.  :meth:`run` waits at most
+    ``timeout`` seconds, then kills everything the command started.
     """
 
     def __init__(self, argv: list[str], *, sandbox: bool = True, limits: Limits = Limits(),

@@ -66,7 +66,7 @@ def start_cost(repeats: int) -> dict:
     """Median seconds to start and finish ``python -I -c pass``: sandboxed and plain."""
     from gpu_lessons.grading import sandbox
 
-    uid = sandbox.UID_BASE + 1023 if os.geteuid() == 0 else None
+    uid = sandbox.uid_range()[-1] if os.geteuid() == 0 else None
     found = {}
     for sandboxed in (True, False):
         times = []

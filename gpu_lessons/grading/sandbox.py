@@ -113,7 +113,7 @@ def _unavailable() -> str:
     info_r, info_w = os.pipe()
     try:
         cmd = bwrap_command([sys.executable, "-I", "-c", "pass"], limits=Limits(),
-                            uid=UID_BASE + 1023 if os.geteuid() == 0 else None, env={},
+                            uid=uid_range()[-1] if os.geteuid() == 0 else None, env={},
                             files={}, info_fd=info_w)
         probe = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
                                pass_fds=(info_w,))
@@ -249,13 +249,20 @@ class Outcome:
     tasks: int | None = None  # processes + threads its user had when it ended (root only)
 
 
+def uid_range(pid: int | None = None) -> range:
+    """The user ids the sandboxes of the grader process ``pid`` (default: this one) run as:
+    1,024 ids of their own, so two grading runs on one machine never share a user."""
+    base = UID_BASE + ((os.getpid() if pid is None else pid) % 65536) * 1024
+    return range(base, base + 1024)
+
+
 class Slots:
     """Hands out the slot numbers that give concurrent sandboxes their own user ids."""
 
     def __init__(self, n: int):
         self._free = list(range(n))
         self._lock = threading.Lock()
-        self._base = UID_BASE + (os.getpid() % 65536) * 1024
+        self._base = uid_range().start
 
     @contextlib.contextmanager
     def take(self):

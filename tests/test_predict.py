@@ -1,6 +1,7 @@
 """Predict-then-observe: guesses are recorded and checked, answers come from the models and
 agree with hand derivations, and every prediction a lesson makes is registered and revealed."""
 
+import json
 import re
 from pathlib import Path
 
@@ -113,3 +114,23 @@ def test_unknown_id_lists_the_known_ones():
         P.reveal("06.first_limt")
     with pytest.raises(TypeError, match="prediction id"):
         P.predict(6, 1)
+def _code_cells(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def test_lessons_predict_then_reveal_registered_ids():
+    """Every predict() in a lesson names a registered id and is revealed later in the same
+    notebook; lessons 01-09 each make at least one real prediction."""
+    call = re.compile(r"""\b(predict|reveal)\(\s*["']([^"']+)["']""")
+    with_prediction = set()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        order = [m.groups() for cell in _code_cells(path) for m in call.finditer(cell)]
+        predicted = [pid for kind, pid in order if kind == "predict"]
+        for pid in predicted:
+            assert pid in P.PREDICTIONS, f"{path.name}: {pid} is not registered"
+            first = order.index(("predict", pid))
+            assert ("reveal", pid) in order[first:], f"{path.name}: {pid} is never revealed"
+        if predicted:
+            with_prediction.add(path.name[:2])
+    assert {f"{n:02d}" for n in range(1, 10)} <= with_prediction

@@ -285,22 +285,22 @@ def test_fixed_filter_matches_nsight_compute():
 
 def test_kernel_chain_is_launch_bound_and_stays_so_when_fused():
     # each kernel: 2^20 floats in and out = 8,388,608 B / 4205 GB/s = 1.995 µs of GPU work.
-    # H200 launch figures (facts: ≈ 4.7 µs back-to-back, ≈ 9.8 µs synced -> 5.1 µs round trip).
-    # Launches every 4.7 µs > 1.998 µs, so the GPU waits for the CPU: the last kernel is
-    # launched at 10 x 4.7 = 47 µs, runs 1.995 µs, and the sync returns 5.1 µs later:
-    # 54.1 µs.  GPU busy 19.95 / 54.1 = 36.9 %; DRAM 83,886,080 B / 54.1 µs = 32.3 % < 60 %.
+    # H200 launch figures (recorded run: 6.05 µs back-to-back, 10.97 µs synced -> 4.92 µs
+    # round trip).  Launches every 6.05 µs > 1.995 µs, so the GPU waits for the CPU: the last
+    # kernel is launched at 10 x 6.05 = 60.5 µs, runs 1.995 µs, and the sync returns 4.92 µs
+    # later: 67.4 µs.  GPU busy 19.95 / 67.4 = 29.6 %; DRAM 83,886,080 B / 67.4 µs = 25.9 %.
     per = 8_388_608 / 4205e9
     k = mystery("kernel_chain")
-    assert k.seconds == pytest.approx(10 * 4.7e-6 + per + 5.1e-6, rel=1e-3)
+    assert k.seconds == pytest.approx(10 * 6.05e-6 + per + 4.92e-6, rel=1e-3)
     ev = evidence(k)
     assert ev.launch_dominated
-    assert ev.gpu_busy_fraction == pytest.approx(0.369, abs=1e-3)
-    assert ev.dram_fraction == pytest.approx(0.323, abs=1e-3)
+    assert ev.gpu_busy_fraction == pytest.approx(0.296, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(0.259, abs=1e-3)
     d = diagnose(k)
     assert (d.verdict, d.limiter) == ("latency-bound", "launch overhead")
-    # fused: one launch + one pass + the sync = 4.7 + 1.998 + 5.1 = 11.8 µs (4.6x); a single
+    # fused: one launch + one pass + the sync = 6.05 + 1.995 + 4.92 = 13.0 µs (5.2x); a single
     # 2 µs kernel is still dominated by its launch and sync
-    assert d.fixed_seconds == pytest.approx(4.7e-6 + per + 5.1e-6, rel=1e-3)
+    assert d.fixed_seconds == pytest.approx(6.05e-6 + per + 4.92e-6, rel=1e-3)
     assert (d.after.verdict, d.after.limiter) == ("latency-bound", "launch overhead")
 
 

@@ -1,9 +1,11 @@
 """Every measured figure a lesson quotes in its prose agrees with the committed records.
 
 ``QUOTES`` is the list of those figures: the notebook, the text as the lesson writes it, and for
-each number in it the record it comes from (``tests/data/*.json``, or ``docs/measured/h200.md``
-where only the report keeps a figure).  A figure must equal the record at the precision it is
-written with (or within ``rel`` where the lesson says "about").
+each number in it the record it comes from: the course's measured figures
+(``gpu_lessons.hardware.measured``, which ``tests/test_measured.py`` ties to ``tests/data/``)
+where the figure is there, else the raw record in ``tests/data/*.json``, or
+``docs/measured/h200.md`` where only the report keeps a figure.  A figure must equal the
+record at the precision it is written with (or within ``rel`` where the lesson says "about").
 
 A second test is the safety net: every number in a lesson sentence that reports an H200 run
 (mentions the H200 and a measuring verb) must lie inside one of the quoted texts, so a new
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from gpu_lessons.hardware import measured
 from gpu_lessons.memory import shared_load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +30,15 @@ REPORT = ROOT / "docs" / "measured" / "h200.md"
 
 
 # -- the records ---------------------------------------------------------------------------------
+
+def fig(key) -> float:
+    """A figure of gpu_lessons/data/measured.toml."""
+    return measured(key).value
+
+
+def tflops_from_ms(key, n=8192) -> float:
+    return 2 * n**3 / (fig(key) / 1e3) / 1e12
+
 
 @cache
 def _run() -> dict:
@@ -58,6 +70,7 @@ def gemm(precision, n, mode="burst") -> dict:
 
 
 def gemm_tflops(precision, n, mode="burst") -> float:
+    """From the raw record (measured.toml keeps the full-clock and power-limited 8192³ times)."""
     return 2 * n**3 / _median(gemm(precision, n, mode)["timing"]) / 1e12
 
 
@@ -139,10 +152,11 @@ H200_SUSTAINED = ("fp16", 8192, "sustained")
 
 QUOTES = [
     Quote("01", "the copy reached 4,205 GB/s of the 4,800 GB/s datasheet figure",
-          (("4,205", copy_gbs),)),
-    Quote("01", "50.7 of 66.9 TFLOP/s", (("50.7", lambda: gemm_tflops("fp32", 8192)),)),
+          (("4,205", lambda: fig("h200.copy.bandwidth_gbs")),)),
+    Quote("01", "50.7 of 66.9 TFLOP/s", (("50.7", lambda: tflops_from_ms("h200.gemm.fp32_8192_ms")),)),
     Quote("02", "took 99.7 µs and\n52.5 µs: a ratio of 1.90",
-          (("99.7", lambda: simt_us("branch_by_parity")), ("52.5", lambda: simt_us("branch_by_warp")),
+          (("99.7", lambda: fig("h200.simt.branch_by_parity_us")),
+           ("52.5", lambda: fig("h200.simt.branch_by_warp_us")),
            ("1.90", lambda: simt_us("branch_by_parity") / simt_us("branch_by_warp"))),),
     Quote("02", "the parity branch\n  took about 1.9× as long",
           (("1.9", lambda: simt_us("branch_by_parity") / simt_us("branch_by_warp")),)),
@@ -152,12 +166,14 @@ QUOTES = [
            ("408", lambda: report_numbers(r"registers and spills of one kernel")[6]),
            (" 0 ", lambda: report_numbers(r"registers and spills of one kernel")[7]))),
     Quote("03", "About 5.8 TB/s for a copy whose two arrays total 32 MiB",
-          (("5.8", lambda: size_sweep_gbs(32) / 1e3),)),
+          (("5.8", lambda: fig("h200.copy_in_l2.bandwidth_gbs") / 1e3),)),
     Quote("03", "4.3 TB/s for 1 GiB", (("4.3", lambda: size_sweep_gbs(1024) / 1e3),)),
     Quote("04", "measured 3,834 GB/s at stride 1 and 2,753, 1,696, 967 and 428 GB/s at\nstrides 2, 4, "
           "8 and 32: 72 %, 44 %, 25 % and 11 % of stride 1",
-          (("3,834", lambda: strided_gbs(1)), ("2,753", lambda: strided_gbs(2)),
-           ("1,696", lambda: strided_gbs(4)), ("967", lambda: strided_gbs(8)),
+          (("3,834", lambda: fig("h200.strided_copy.float_stride1_useful_gbs")),
+           ("2,753", lambda: fig("h200.strided_copy.float_stride2_useful_gbs")),
+           ("1,696", lambda: fig("h200.strided_copy.float_stride4_useful_gbs")),
+           ("967", lambda: strided_gbs(8)),
            ("428", lambda: strided_gbs(32)),
            ("72", lambda: 100 * strided_gbs(2) / strided_gbs(1)),
            ("44", lambda: 100 * strided_gbs(4) / strided_gbs(1)),
@@ -166,8 +182,8 @@ QUOTES = [
     Quote("04", "for 4-,\n8- and 16-byte loads, within 8 %", (("8", lambda: 100 * bank_worst_ratio()),),
           rel=1.0),       # "within 8 %": the worst deviation must not exceed 8 %
     Quote("05", "The FP16 product reached 763.9 TFLOP/s (77 % of the 989 TFLOP/s dense peak)",
-          (("763.9", lambda: gemm_tflops("fp16", 8192)),
-           ("77", lambda: 100 * gemm_tflops("fp16", 8192) / 989.4))),
+          (("763.9", lambda: tflops_from_ms("h200.gemm.fp16_8192_ms")),
+           ("77", lambda: 100 * tflops_from_ms("h200.gemm.fp16_8192_ms") / 989.4))),
     Quote("05", "eight more calls gave 736–762",
           (("736", lambda: gemm_repeats_tflops()[0]), ("762", lambda: gemm_repeats_tflops()[-1]))),
     Quote("05", "the same product ran\nat 642 TFLOP/s",
@@ -175,21 +191,23 @@ QUOTES = [
     Quote("05", "pulled the clock down to about 1,440 MHz",
           (("1,440", lambda: gemm(*H200_SUSTAINED)["clock"]["sm_mhz_median"]),)),
     Quote("05", "The triad reached 4,346 GB/s (91 % of 4.8 TB/s)",
-          (("4,346", lambda: copy_gbs("triad")), ("91", lambda: copy_gbs("triad") / 48))),
+          (("4,346", lambda: fig("h200.triad.bandwidth_gbs")),
+           ("91", lambda: fig("h200.triad.bandwidth_gbs") / 48))),
     Quote("07", "128 bytes per cycle per SM (measured on an H200)",
           (("128", bank_bytes_per_cycle),), rel=0.01),
     Quote("08", "back-to-back launches cost 6.05 µs, 10.97 µs with a sync after each, and\n0.70 µs per "
           "node of a CUDA graph",
-          (("6.05", lambda: launch_us("back_to_back")), ("10.97", lambda: launch_us("synced")),
+          (("6.05", lambda: fig("h200.launch.back_to_back_us")),
+           ("10.97", lambda: fig("h200.launch.synced_us")),
            ("0.70", lambda: launch_us("graph")))),
     Quote("08", "ranged over 4.16–6.21 µs",
           (("4.16", lambda: report_numbers(r"earlier runs gave .* back-to-back")[1]),
            ("6.21", lambda: report_numbers(r"earlier runs gave .* back-to-back")[2]))),
     Quote("08", "Pinned copies reached 55.2 GB/s host to device and 55.1 GB/s back",
-          (("55.2", lambda: transfer_gbs("host->device", "pinned")),
-           ("55.1", lambda: transfer_gbs("device->host", "pinned")))),
+          (("55.2", lambda: fig("h200.host_copy.pinned_h2d_gbs")),
+           ("55.1", lambda: fig("h200.host_copy.pinned_d2h_gbs")))),
     Quote("08", "pageable host-to-device copies 7.9 GB/s",
-          (("7.9", lambda: transfer_gbs("host->device", "pageable")),)),
+          (("7.9", lambda: fig("h200.host_copy.pageable_h2d_gbs")),)),
     Quote("09", "the same GEMM ran at about 1,440 MHz and 642 TFLOP/s, **65 %** of the datasheet "
           "peak though 82 % of the peak *at the clock it\nwas allowed*",
           (("1,440", lambda: gemm(*H200_SUSTAINED)["clock"]["sm_mhz_median"]),

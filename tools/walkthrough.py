@@ -174,14 +174,14 @@ def apply(walks: list[Walk]) -> None:
         if m:
             lesson = by_name.get(f"notebooks/{m.group(2)}")
             ex = by_name.get(f"exercises/{m.group(2)}")
-            cells = line.rstrip().rstrip("|").split(" | ")
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
             time_cell = (f"{lesson.stated_min} min" if lesson else "—") + (
                 f" + {ex.stated_min} min" if ex else "")
             if len(cells) == 5:                      # the time column is already there
                 cells[-1] = time_cell
             else:
                 cells.append(time_cell)
-            line = " | ".join(cells) + " |"
+            line = "| " + " | ".join(cells) + " |"
         elif line.startswith("| # | notebook |") and "time" not in line:
             line = line.rstrip() + " time (lesson + exercises) |"
         elif line.startswith("|---|---|---|---|") and line.count("|") == 5:

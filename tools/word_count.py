@@ -91,18 +91,39 @@ def table(now: dict[str, Words], before: dict[str, Words] | None = None,
         tot = Words(sum(w.visible for w in now.values()), sum(w.collapsed for w in now.values()))
         lines.append(f"| **total** | **{tot.visible:,}** | **{tot.collapsed:,}** | **{tot.total:,}** |")
         return "\n".join(lines)
-    lines = [f"| notebook | {before_label} | after (visible) | after (collapsed) | after (total) "
-             "| change (total) |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"| notebook | {before_label}: visible | total | after: visible | collapsed | total "
+             "| change: visible | total |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def pct(a, b):
+        return f"{(a - b) / b:+.0%}" if b else "new"
+
     for name in sorted(set(now) | set(before)):
         b, a = before.get(name, Words(0, 0)), now.get(name, Words(0, 0))
-        change = f"{(a.total - b.total) / b.total:+.0%}" if b.total else "new"
-        lines.append(f"| {name} | {b.total:,} | {a.visible:,} | {a.collapsed:,} | {a.total:,} "
-                     f"| {change} |")
-    bt = sum(w.total for w in before.values())
+        lines.append(f"| {name} | {b.visible:,} | {b.total:,} | {a.visible:,} | {a.collapsed:,} "
+                     f"| {a.total:,} | {pct(a.visible, b.visible)} | {pct(a.total, b.total)} |")
+    bv, bt = sum(w.visible for w in before.values()), sum(w.total for w in before.values())
     av, ac = sum(w.visible for w in now.values()), sum(w.collapsed for w in now.values())
-    lines.append(f"| **total** | **{bt:,}** | **{av:,}** | **{ac:,}** | **{av + ac:,}** "
-                 f"| **{(av + ac - bt) / bt:+.0%}** |")
+    lines.append(f"| **total** | **{bv:,}** | **{bt:,}** | **{av:,}** | **{ac:,}** "
+                 f"| **{av + ac:,}** | **{pct(av, bv)}** | **{pct(av + ac, bt)}** |")
     return "\n".join(lines)
+
+
+def report(text: str, before: str | None) -> str:
+    """The markdown document: what was counted, how, and the table."""
+    against = (f" against the lessons as committed at `{before}` (before the editorial pass)"
+               if before else "")
+    return f"""# Words of prose in the lessons
+
+Counted by `tools/word_count.py`{against}:
+`python3 tools/word_count.py --before {before or 'REV'} --md docs/measured/word_count.md`.
+A word is a whitespace-separated token of a markdown cell that contains a letter or a digit
+(table rules and lone symbols do not count; code cells are not prose). *Visible* words are read
+on the way through a lesson; *collapsed* words sit in `<details>` notes a learner opens only for
+the provenance of a number (and, in lesson 10, the diagnoses a learner opens after deciding).
+Notebook 10's mystery-kernel cells belong to the capstone work and grew with its corrections.
+
+{text}
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(now, before, f"before ({args.before})" if args.before else "before")
     print(text)
     if args.md:
-        args.md.write_text(text + "\n", encoding="utf-8")
+        args.md.write_text(report(text, args.before), encoding="utf-8")
     return 0
 
 

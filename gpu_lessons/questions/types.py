@@ -296,7 +296,7 @@ class Question:
             body = f"{self.name} = ...  # ({', '.join(a.names)})\n"
         else:
             body = f"{self.name} = ...  # {a.units}\n"
-        return f"{body}\ncheck({self.id!r}, {self.name})"
+        return f"{body}\ncheck(\"{self.id}\", {self.name})"
 
     def __repr__(self) -> str:
         params = f", params={self.params}" if self.bound else ""

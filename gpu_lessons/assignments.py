@@ -316,11 +316,11 @@ def release(roster: Sequence[str] | str | Path, secret, out, *, chapters: Iterab
     secret_path = Path(secret) if isinstance(secret, (str, Path)) else None
     secret = read_secret(secret) if secret_path else _secret_bytes(secret)
     out = Path(out)
+    if secret_path is not None and _inside(secret_path, out):
+        raise ValueError(f"the secret file {str(secret_path)!r} is inside the release folder")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"out={str(out)!r} exists and is not an empty folder; release into a "
                          f"new one")
-    if secret_path is not None and _inside(secret_path, out):
-        raise ValueError(f"the secret file {str(secret_path)!r} is inside the release folder")
     numbers = sorted({_questions.chapter_number(c) for c in chapters} or _questions.CHAPTERS)
     assignment = Assignment(secret, name=name or out.name or "gpu-lessons",
                             bank=load_bank(bank) if bank else {})

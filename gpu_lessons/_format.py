@@ -21,6 +21,15 @@ def si(value: float, unit: str, digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}"
 
 
+def duration(seconds: float, digits: int = 3) -> str:
+    """A time with the unit that keeps the number >= 1: ``2.26e-4`` -> ``"226 µs"``,
+    ``0.0217`` -> ``"21.7 ms"``, ``5e-8`` -> ``"50 ns"``."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds * 1e9:.{digits}g} ns"
+
+
 def percent(fraction: float) -> str:
     """A fraction as a percentage with 3 significant figures: ``0.462`` -> ``"46.2 %"``,
     ``0.00378`` -> ``"0.378 %"`` (one fixed decimal would print that as 0.4 %)."""

@@ -1,7 +1,8 @@
-"""The GPU catalog: datasheet numbers for real GPUs, each with its source.
+"""The GPU catalog: datasheet numbers for real GPUs, each with its source; and the figures the
+course measured on real GPUs, each with its record.
 
-The numbers live in ``data/gpus.toml`` (data, not code); this module loads them into frozen
-dataclasses and derives what the lessons need:
+The numbers live in ``data/gpus.toml`` and ``data/measured.toml`` (data, not code); this module
+loads them into frozen dataclasses and derives what the lessons need:
 
 * peak FLOP/s per precision (dense, never sparse),
 * memory bandwidth and the ridge point ``I_max = pi / beta`` (FLOP/byte),
@@ -14,6 +15,8 @@ dataclasses and derives what the lessons need:
 989.4
 >>> round(h100.ridge_point("fp16"))
 295
+>>> str(measured("h200.launch.back_to_back_us"))
+'6.05 µs'
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from functools import cache
 from importlib import resources
 
 from . import _validate
+
+#: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
+WARP_SIZE = 32
 
 #: Precisions the catalog may hold, in the order a table shows them.  "fp16" and "bf16" are
 #: tensor-core peaks with FP32 accumulate; "fp16_acc16" exists only where FP16 accumulate is
@@ -228,3 +234,79 @@ def gpu(name) -> GPU:
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise ValueError(f"name={name!r} is not in the GPU catalog.{hint} "
                      f"Known GPUs: {', '.join(names())}")
+
+
+# -- measured figures ------------------------------------------------------------------------------
+
+#: The units a measured figure may carry, with their size in the SI base unit (s, B/s; a
+#: percentage as a fraction).
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "%": 0.01}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One figure measured on a real GPU: ``value`` in ``unit``, the ``gpu`` (a catalog name)
+    and ``date`` of the run, the ``record`` holding its raw samples (a file under
+    ``tests/data/``), ``where`` in that record it is and ``what`` was measured."""
+
+    key: str
+    value: float
+    unit: str
+    gpu: str
+    date: str
+    record: str
+    where: str = field(repr=False)
+    what: str = field(repr=False)
+    how: str = field(default="", repr=False)
+    doc: str = field(default="", repr=False)
+
+    @property
+    def si(self) -> float:
+        """The value in the SI base unit: seconds for times, bytes/s for bandwidths, a fraction
+        for a percentage."""
+        return self.value * UNITS[self.unit]
+
+    @property
+    def source(self) -> str:
+        """One line a lesson or a result can cite: what, on which GPU, when, and where."""
+        return (f"{self.what}; measured on an {self.gpu}, {self.date} ({self.how}); "
+                f"{self.doc}; raw samples in {self.record}")
+
+    def __str__(self) -> str:
+        # every digit the data file writes, no more: 1,044.512 µs, 4,205 GB/s
+        v = self.value
+        return f"{int(v):,} {self.unit}" if v.is_integer() else f"{v:,} {self.unit}"
+
+    def __repr__(self) -> str:
+        return (f"Measured({self.key} = {self}, {self.gpu}, {self.date}, {self.record})")
+
+
+@cache
+def measured_figures() -> dict[str, Measured]:
+    """Every measured figure, keyed as in ``data/measured.toml``."""
+    raw = tomllib.loads(
+        resources.files(__package__).joinpath("data/measured.toml").read_text("utf-8"))
+    runs = raw["runs"]
+    figures = {}
+    for key, entry in raw["figures"].items():
+        run = runs[entry["run"]]
+        figures[key] = Measured(key=key, value=float(entry["value"]), unit=entry["unit"],
+                                gpu=run["gpu"], date=run["date"], record=run["record"],
+                                where=entry["where"], what=entry["what"], how=run["how"],
+                                doc=run["doc"])
+    return figures
+
+
+def measured(key: str) -> Measured:
+    """The measured figure ``key`` (``"h200.launch.back_to_back_us"``): a :class:`Measured`
+    with its value, unit, GPU, date and the record it comes from.  An unknown key raises
+    ``ValueError`` naming the closest keys that exist."""
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a measured figure's name (str), got {key!r}")
+    figures = measured_figures()
+    if key in figures:
+        return figures[key]
+    close = difflib.get_close_matches(key, list(figures), n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"key={key!r} is not a measured figure.{hint} The figures are listed in "
+                     "gpu_lessons/data/measured.toml")

@@ -47,6 +47,7 @@ import numpy as np
 
 from . import _validate
 from ._format import html_table
+from .hardware import WARP_SIZE, measured
 
 #: DRAM load latency used when none is given, in ns.  A round figure: unloaded
 #: pointer-chasing latencies on V100/A100/H100-class GPUs are a few hundred ns and grow under
@@ -59,11 +60,11 @@ LATENCY_SOURCE = ("a round figure for HBM latency under load: a pointer chase on
                   "bandwidth adds to it; pass latency_ns= with a measured value for a given GPU")
 #: Load-to-use latency measured on an H200 by pointer chasing (one thread, dependent loads;
 #: tools/device/pointer_chase.py, docs/measured/h200.md): L1, L2 (near partition), HBM3e.
-H200_UNLOADED_LATENCY_NS = {"L1": 22.0, "L2": 143.0, "HBM": 340.0}
+H200_UNLOADED_LATENCY_NS = {level: measured(f"h200.pointer_chase.{level.lower()}_ns").value
+                            for level in ("L1", "L2", "HBM")}
 #: Warp schedulers per SM: 4 processing blocks per SM on Volta, Turing, Ampere, Ada and
 #: Hopper, each dispatching one warp instruction per clock (NVIDIA architecture whitepapers).
 SCHEDULERS_PER_SM = 4
-WARP_SIZE = 32
 POLICIES = ("gto", "lrr")
 
 

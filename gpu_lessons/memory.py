@@ -42,9 +42,8 @@ import numpy as np
 
 from . import _validate
 from ._format import html_table
+from .hardware import WARP_SIZE
 
-#: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
-WARP_SIZE = 32
 #: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
 SECTOR_BYTES = 32
 #: L1/L2 cache line: four sectors (Nsight Compute Kernel Profiling Guide, "sector").

@@ -55,8 +55,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hardware
-
-WARP_SIZE = 32
+from .hardware import WARP_SIZE
 
 #: The order ``limiter`` picks from when several limits tie: the order of the
 #: ``cudaOccLimitingFactor`` flags in ``cuda_occupancy.h`` (warps, registers, shared memory,

@@ -84,10 +84,9 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
+from .hardware import WARP_SIZE
 from .memory import global_load, shared_load
 
-#: Threads per warp (CUDA C++ Programming Guide, "SIMT Architecture").
-WARP_SIZE = 32
 #: Per-block and per-dimension limits of every compute capability since 2.0 (Programming
 #: Guide, "Compute Capabilities", Table "Technical Specifications").
 MAX_THREADS_PER_BLOCK = 1024

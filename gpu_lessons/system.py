@@ -53,6 +53,7 @@ import numpy as np
 
 from . import _validate
 from ._format import binary_bytes, html_table
+from .hardware import measured
 
 MODES = ("async", "sync", "graph")
 MEMORY_KINDS = ("pinned", "pageable")
@@ -99,28 +100,43 @@ class LaunchFigures:
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
-_H200_RUN = ("measured with CuPy on an H200 (sandboxed VM, CUDA 13): 1000 empty kernels, "
-             "tools/device/measure_h200.py")
 _GRAY = "A. Gray, 'Getting Started with CUDA Graphs', NVIDIA Technical Blog, 2019 (V100)"
 
-#: Launch costs by system, fitted to the step times the sources report with this module's model.
-#: H200 (1000 empty kernels per step): back-to-back ≈ 4.7 µs per kernel is the launch cost (the
-#: one final sync adds 0.005 µs per kernel); synced ≈ 9.8 µs = 4.7 + r, so r ≈ 5.1 µs (this
-#: includes the empty kernel's own run time, under 0.7 µs); a 1000-node graph of empty kernels
-#: replays in 0.687 µs per node, of which (graph launch + r) / 1000 ≈ 0.01 µs is the launch and
-#: the sync: 0.68 µs per node.  V100 (Gray's blog: 20 kernels of 2.9 µs per step, one sync per
-#: step): synced o + 2.9 + r = 9.6; overlapped (20·o + 2.9 + r) / 20 = 3.8; so 19·o = 76 − 9.6,
-#: o = 3.49 µs and r = 3.21 µs; in a graph (g + 20·(c + 2.9) + r) / 20 = 3.4 gives c = 0.17 µs.
-#: Neither source isolates one graph launch ``g``: it is taken as one kernel launch (one driver
-#: call).
-LAUNCH_FIGURES: dict[str, LaunchFigures] = {
-    "H200": LaunchFigures("H200", 4.7, 5.1, 4.7, 0.68, {
-        "launch_us": _H200_RUN + ": ≈ 4.7 µs per back-to-back launch",
-        "sync_us": _H200_RUN + ": ≈ 9.8 µs synced − 4.7 µs back-to-back",
+#: Empty kernels per step in the H200 launch measurement (tools/device/measure_h200.py).
+_H200_STEP_KERNELS = 1000
+
+
+def _h200_figures() -> LaunchFigures:
+    """The H200's launch costs from the measured figures (``data/measured.toml``), fitted with
+    this module's model.  Back-to-back empty kernels are launch-bound, so their time per kernel
+    is the launch cost ``o`` (the one final sync adds ``r / 1000``, under 0.01 µs); with a sync
+    after each, a kernel costs ``o + r``, so ``r`` = synced − back-to-back (this includes the
+    empty kernel's own run time, under 0.7 µs); a 1000-node graph costs ``g + 1000·c + r``, so
+    ``c`` = per-kernel graph time − (g + r) / 1000.  The measurement does not isolate one graph
+    launch ``g``: it is taken as one kernel launch (one driver call)."""
+    b2b = measured("h200.launch.back_to_back_us")
+    synced = measured("h200.launch.synced_us")
+    graph = measured("h200.launch.graph_per_kernel_us")
+    launch = b2b.value
+    sync = round(synced.value - launch, 2)
+    node = round(graph.value - (launch + sync) / _H200_STEP_KERNELS, 2)
+    return LaunchFigures("H200", launch, sync, launch, node, {
+        "launch_us": f"{b2b.source}: {b2b} per back-to-back launch",
+        "sync_us": f"{synced.source}: {synced} synced − {b2b} back-to-back",
         "graph_launch_us": "assumed equal to one kernel launch (one driver call)",
-        "graph_node_us": _H200_RUN + ": 1000-node graph replay, 0.687 µs per node less "
-                                     "(launch + sync) / 1000",
-    }),
+        "graph_node_us": f"{graph.source}: {graph} per node of a {_H200_STEP_KERNELS}-node graph "
+                         f"less (launch + sync) / {_H200_STEP_KERNELS}",
+    })
+
+
+#: Launch costs by system, fitted to the step times the sources report with this module's model.
+#: H200: measured (see :func:`_h200_figures`).  V100 (Gray's blog: 20 kernels of 2.9 µs per
+#: step, one sync per step): synced o + 2.9 + r = 9.6; overlapped (20·o + 2.9 + r) / 20 = 3.8;
+#: so 19·o = 76 − 9.6, o = 3.49 µs and r = 3.21 µs; in a graph (g + 20·(c + 2.9) + r) / 20 =
+#: 3.4 gives c = 0.17 µs.  The blog does not isolate one graph launch ``g``: it is taken as one
+#: kernel launch (one driver call).
+LAUNCH_FIGURES: dict[str, LaunchFigures] = {
+    "H200": _h200_figures(),
     "V100": LaunchFigures("V100", 3.49, 3.21, 3.49, 0.17, {
         "launch_us": _GRAY + ": fitted to 3.8 µs per kernel overlapped and 9.6 µs synced",
         "sync_us": _GRAY + ": 9.6 µs synced − 3.49 µs launch − 2.9 µs kernel",
@@ -356,21 +372,20 @@ def batch_sweep(batch_sizes, *, fixed_us: float, per_item_us: float, n_kernels: 
 
 # -- host <-> device copies ------------------------------------------------------------------------
 
-_H200_COPY = ("measured with CuPy on an H200 host (256 MiB, cudaMemcpy, "
-              "tools/device/measure_h200.py)")
 
-#: Host↔device bandwidth in bytes/s by (memory, direction), with sources.  Pageable host→device
-#: varied from 7.7 to 8.6 GB/s between runs on the same host.
+def _host_copy(memory: str, direction: str) -> tuple[float, str]:
+    fig = measured(f"h200.host_copy.{memory}_{direction}_gbs")
+    return fig.si, f"{fig.source}: {fig}"
+
+
+#: Host↔device bandwidth in bytes/s by (memory, direction), with sources: measured on an H200
+#: host (256 MiB, cudaMemcpy).  Pageable host→device varied from 6.4 to 8.5 GB/s between runs.
 HOST_COPY_BANDWIDTH: dict[tuple[str, str], tuple[float, str]] = {
-    ("pinned", "h2d"): (55e9, _H200_COPY + ": ≈ 55 GB/s"),
-    ("pinned", "d2h"): (55e9, _H200_COPY + ": ≈ 55 GB/s"),
-    ("pageable", "h2d"): (7.7e9, _H200_COPY + ": ≈ 7.7 GB/s"),
-    ("pageable", "d2h"): (16e9, _H200_COPY + ": ≈ 16 GB/s"),
-}
+    (m, d): _host_copy(m, d) for m in MEMORY_KINDS for d in DIRECTIONS}
 
 #: Fixed cost of one copy call, µs.  An estimate, not a measurement: a synchronous cudaMemcpy is
-#: one driver call plus a completion wait, like a launch followed by a sync (≈ 9.8 µs on the H200,
-#: see LAUNCH_FIGURES).  Pass ``latency_us=`` with your own small-copy timing.
+#: one driver call plus a completion wait, like a launch followed by a sync (about 11 µs on the
+#: H200, see LAUNCH_FIGURES).  Pass ``latency_us=`` with your own small-copy timing.
 COPY_LATENCY_US = 10.0
 COPY_LATENCY_SOURCE = "estimate: one driver call + completion wait ≈ launch + sync on an H200"
 

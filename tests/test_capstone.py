@@ -4,9 +4,13 @@ hand derivation.
 References (none of them is the capstone module's own output):
 * ``tests/data/h200_measurements.json``: the raw H200 samples; their medians must be the
   times the capstone quotes, and ``docs/measured/h200.md`` must print them;
+* ``tests/data/h200_capstone_fir.json``: the fixed filter's time and Nsight Compute's SM and
+  DRAM throughput for it on an H200;
 * hand arithmetic, written out beside each kernel: sectors and wavefronts of one warp, bytes,
   FLOPs, fractions of the datasheet peaks (H200 SXM: 66.9 TFLOP/s FP32, 989 TFLOP/s FP16
-  tensor, 4,800 GB/s, 132 SMs at 1,980 MHz — NVIDIA H200 datasheet / Hopper whitepaper);
+  tensor, 4,800 GB/s, 132 SMs at 1,980 MHz — NVIDIA H200 datasheet / Hopper whitepaper), and
+  pipe throughputs per SM per clock (CUDA C++ Programming Guide, "Arithmetic Instructions":
+  128 FP32 results on CC 9.0; four schedulers issuing one warp instruction each);
 * Nsight Compute's 60 % "Speed Of Light" rule for the verdict.
 """
 
@@ -37,6 +41,7 @@ from gpu_lessons.capstone import (
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = json.loads((ROOT / "tests" / "data" / "h200_measurements.json").read_text("utf-8"))
+FIR = json.loads((ROOT / "tests" / "data" / "h200_capstone_fir.json").read_text("utf-8"))
 DOC = (ROOT / "docs" / "measured" / "h200.md").read_text("utf-8")
 
 # H200 SXM datasheet figures (NVIDIA H200 datasheet; Hopper whitepaper for the SM count/clock)
@@ -80,6 +85,7 @@ def _raw_simt(name):
     ("hgemm_1024", lambda: _raw_gemm("fp16", 1024)),
     ("triad_bandwidth", lambda: RAW["triad"]["bytes_moved"] / _median(RAW["triad"]["timing"])),
     ("copy_bandwidth", lambda: RAW["copy"]["bytes_moved"] / _median(RAW["copy"]["timing"])),
+    ("fir40_v4", lambda: FIR["kernels"]["fir40_v4"]["median_s"]),
 ])
 def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
     # copy bandwidth is quoted to 4 significant figures (4,205 GB/s), times to 5-6
@@ -88,7 +94,7 @@ def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
 
 
 @pytest.mark.parametrize("text", ["334.5 µs", "152.6 µs", "4,205 GB/s", "966", "3,824", "50.7",
-                                  "763.9", "78.2", "4,346 GB/s"])
+                                  "763.9", "78.2", "4,346 GB/s", "| fir40_v4 | 226 µs |"])
 def test_the_measurement_report_prints_the_figures_the_capstone_uses(text):
     assert text in DOC
 
@@ -159,9 +165,19 @@ def test_sgemm_is_compute_bound_on_the_cuda_cores():
     flops = 2 * 8192**3
     ev = evidence("sgemm")
     assert ev.flops == flops
-    assert ev.compute_fraction == pytest.approx(flops / 21.678544e-3 / PI_FP32, rel=1e-6)
+    assert ev.flop_fraction == pytest.approx(flops / 21.678544e-3 / PI_FP32, rel=1e-6)
+    # pipe model: 8192³ FFMA = 17,179,869,184 warp instructions over 132 SMs x 4 per clock
+    # = 32,537,631 cycles; the run is 21.678544 ms x 1.98 GHz = 42,923,517 cycles: FP32 pipe
+    # 75.8 %.  Per 64 FFMA the model adds 4.5 LSU and 1 integer instruction: issue
+    # 32,537,631 x 69.5 / 64 = 35,333,958 cycles = 82.3 %, the busiest unit.
+    run = 21.678544e-3 * CLOCK
+    assert ev.sm.fraction("fp32") == pytest.approx(8192**3 / 32 / (SMS * 4) / run, rel=1e-9)
+    assert ev.sm.fraction("issue") == pytest.approx(8192**3 / 32 * 69.5 / 64 / (SMS * 4) / run,
+                                                    rel=1e-9)
+    assert ev.compute_fraction == pytest.approx(0.8232, abs=1e-3)
     d = diagnose("sgemm")
-    assert d.verdict == "compute-bound" and "CUDA cores" in d.limiter
+    assert d.verdict == "compute-bound" and d.limiter == "SM: instruction issue"
+    assert "tensor cores" in d.route      # the FP32 roof itself is the limit: change it
     # the fix changes the roof: FP16 tensor cores, 1.439 ms measured = 15.1x
     assert d.speedup == pytest.approx(21.678544 / 1.439424, rel=1e-6)
     assert d.after.verdict == "compute-bound"
@@ -170,7 +186,13 @@ def test_sgemm_is_compute_bound_on_the_cuda_cores():
 def test_hgemm_is_compute_bound_near_the_tensor_roof():
     # 1,099,511,627,776 FLOP in 1.439424 ms (full clock) = 763.9 TFLOP/s = 77.2 % of 989
     ev = evidence("hgemm")
-    assert ev.compute_fraction == pytest.approx(0.7724, abs=1e-3)
+    assert ev.flop_fraction == pytest.approx(0.7724, abs=1e-3)
+    # the tensor pipe at the clock the run had: 4096 FLOP per clock per SM (989.4 TFLOP/s =
+    # 4096 x 132 x 1.83 GHz) -> 1,099,511,627,776 / (4096 x 132) = 2,033,811 cycles against
+    # 1.439424 ms x 1.98 GHz = 2,850,060: 71.4 % (the datasheet peak assumes 1,830 MHz)
+    assert ev.compute_fraction == pytest.approx(
+        2 * 8192**3 / (4096 * SMS) / (1.439424e-3 * CLOCK), rel=1e-9)
+    assert ev.compute_fraction == pytest.approx(0.7136, abs=1e-3)
     # compulsory intensity 2N/(3 x 2 B) = 2730.7 FLOP/byte, ridge 989/4.8 = 206
     assert ev.intensity == pytest.approx(2 * 8192 / 6)
     assert ev.ridge_point == pytest.approx(989 / 4.8)
@@ -208,39 +230,77 @@ def test_register_hog_is_latency_bound_by_too_few_warps():
     ev = evidence("register_hog")
     assert (ev.occupancy.warps_per_sm, ev.occupancy.limiter) == (8, "registers")
     assert ev.warps_needed == pytest.approx(4.8e12 * 600e-9 / 132 / 4 / 32, rel=1e-9)
-    # Latency model by hand: 2 warps per scheduler, I = 41 instructions per load, L = 600 ns x
-    # 1.98 GHz = 1188 cycles, T = 40 + 1188 = 1228; issue rate 2 x 41 / 1228 per scheduler ->
-    # 4 x 2/1228 loads/cycle/SM x 128 B x 1.98 GHz x 132 SMs = 217.9 GB/s.
-    bw = 4 * 2 / 1228 * 128 * CLOCK * SMS
+    # Per thread: make_taps 80 FP32 + 40 FADD + 40 FFMA, and the scalar kernel's 9 integer,
+    # 3 LSU, 5 uniform, 2 LDC, 2 EXIT = 181 instructions, one of them the load.
+    # Latency model by hand: 2 warps per scheduler, I = 181 instructions per load, L = 600 ns
+    # x 1.98 GHz = 1188 cycles, T = 180 + 1188 = 1368; issue rate 2 x 181 / 1368 per
+    # scheduler -> 4 x 2/1368 loads/cycle/SM x 128 B x 1.98 GHz x 132 SMs = 195.6 GB/s.
+    bw = 4 * 2 / 1368 * 128 * CLOCK * SMS
     assert ev.useful_bandwidth == pytest.approx(bw, rel=1e-6)
+    assert ev.seconds == pytest.approx(2**29 / bw, rel=1e-6)           # 2.745 ms
+    # 120 FLOPs per element (3 per tap): 2^26 x 120 / 2.745 ms = 2.93 TFLOP/s = 4.4 % of
+    # 66.9; issue 181 x 2^26 / 32 / (132 x 4) / (2.745 ms x 1.98 GHz) = 13.2 %
+    assert ev.flops == 2**26 * 120
+    assert ev.compute_fraction == pytest.approx(
+        181 * 2**26 / 32 / (SMS * 4) / (ev.seconds * CLOCK), rel=1e-9)
     assert max(ev.fractions.values()) < NEAR_ROOF
     d = diagnose("register_hog")
     assert (d.verdict, d.limiter) == ("latency-bound", "too few warps")
-    # fixed: 32 registers -> 64 warps/SM; with float4 loads the latency model exceeds the DRAM,
-    # so the measured copy bandwidth sets the time: 536,870,912 B / 4205 GB/s
+    # fixed: 28 registers -> 64 warps/SM; measured 226 µs, 12.1x faster than the model's
+    # 2.745 ms, and no longer memory-bound: compute-bound on the SM's instruction issue
     assert d.after.evidence.occupancy.warps_per_sm == 64
-    assert d.after.evidence.seconds == pytest.approx(536_870_912 / 4205e9, rel=1e-3)
-    assert d.after.verdict == "memory-bound"
+    assert d.after.evidence.measured and d.after.evidence.seconds == 226e-6
+    assert d.speedup == pytest.approx(2**29 / bw / 226e-6, rel=1e-6)
+    assert round(d.speedup) == 12
+    assert (d.after.verdict, d.after.limiter) == ("compute-bound", "SM: instruction issue")
+
+
+def test_fixed_filter_matches_nsight_compute():
+    # Nsight Compute on the H200 (tests/data/h200_capstone_fir.json): SM throughput 85 %,
+    # DRAM 48 %, at 226 µs.  By hand from the SASS (382 instructions per thread, 321 of them
+    # FP32, for 2^24 threads = 524,288 warps):
+    #   issue: 382 x 524,288 / (132 SMs x 4 per clock) = 379,314 cycles per SM;
+    #          226 µs x 1.98 GHz = 447,480 cycles -> 84.8 %   (Nsight Compute: 85 %)
+    #   FP32:  321 x 524,288 x 32 / (128 per clock x 132) = 318,758 cycles -> 71.2 %
+    #   DRAM:  2 x 2^26 x 4 B = 536,870,912 B / 226 µs = 2,375.5 GB/s = 49.5 % of 4.8 TB/s
+    #          (Nsight Compute: 48 %, against its own DRAM peak)
+    ncu = FIR["kernels"]["fir40_v4"]["ncu"]
+    ev = diagnose("register_hog").after.evidence
+    run = 226e-6 * CLOCK
+    assert ev.sm.fraction("issue") == pytest.approx(382 * 524_288 / (SMS * 4) / run, rel=1e-9)
+    assert ev.sm.fraction("fp32") == pytest.approx(321 * 524_288 * 32 / (128 * SMS) / run,
+                                                   rel=1e-9)
+    assert ev.compute_fraction == pytest.approx(ncu["sm_throughput_pct"] / 100, abs=0.01)
+    assert ev.dram_fraction == pytest.approx(ncu["dram_throughput_pct"] / 100, abs=0.02)
+    # the rule the course used before: FLOP/s over the peak.  120 FLOPs x 2^26 / 226 µs =
+    # 35.6 TFLOP/s = 53.3 % of 66.9: below 60 %, it would have called the kernel
+    # latency-bound.  Half the FP32 instructions are FADDs, one FLOP each.
+    assert ev.flop_fraction == pytest.approx(120 * 2**26 / 226e-6 / PI_FP32, rel=1e-9)
+    assert ev.flop_fraction < NEAR_ROOF <= ev.compute_fraction
+    d = diagnose("register_hog").after
+    assert d.verdict == "compute-bound" and "fewer instructions" in d.route
+    # the copy of the same bytes took 128 µs: the filter is not limited by DRAM
+    assert FIR["kernels"]["copy_f4"]["median_s"] < 226e-6 * 0.6
 
 
 def test_kernel_chain_is_launch_bound_and_stays_so_when_fused():
     # each kernel: 2^20 floats in and out = 8,388,608 B / 4205 GB/s = 1.995 µs of GPU work.
-    # H200 launch figures (facts: ≈ 4.7 µs back-to-back, ≈ 9.8 µs synced -> 5.1 µs round trip).
-    # Launches every 4.7 µs > 1.998 µs, so the GPU waits for the CPU: the last kernel is
-    # launched at 10 x 4.7 = 47 µs, runs 1.995 µs, and the sync returns 5.1 µs later:
-    # 54.1 µs.  GPU busy 19.95 / 54.1 = 36.9 %; DRAM 83,886,080 B / 54.1 µs = 32.3 % < 60 %.
+    # H200 launch figures (recorded run: 6.05 µs back-to-back, 10.97 µs synced -> 4.92 µs
+    # round trip).  Launches every 6.05 µs > 1.995 µs, so the GPU waits for the CPU: the last
+    # kernel is launched at 10 x 6.05 = 60.5 µs, runs 1.995 µs, and the sync returns 4.92 µs
+    # later: 67.4 µs.  GPU busy 19.95 / 67.4 = 29.6 %; DRAM 83,886,080 B / 67.4 µs = 25.9 %.
     per = 8_388_608 / 4205e9
     k = mystery("kernel_chain")
-    assert k.seconds == pytest.approx(10 * 4.7e-6 + per + 5.1e-6, rel=1e-3)
+    assert k.seconds == pytest.approx(10 * 6.05e-6 + per + 4.92e-6, rel=1e-3)
     ev = evidence(k)
     assert ev.launch_dominated
-    assert ev.gpu_busy_fraction == pytest.approx(0.369, abs=1e-3)
-    assert ev.dram_fraction == pytest.approx(0.323, abs=1e-3)
+    assert ev.gpu_busy_fraction == pytest.approx(0.296, abs=1e-3)
+    assert ev.dram_fraction == pytest.approx(0.259, abs=1e-3)
     d = diagnose(k)
     assert (d.verdict, d.limiter) == ("latency-bound", "launch overhead")
-    # fused: one launch + one pass + the sync = 4.7 + 1.998 + 5.1 = 11.8 µs (4.6x); a single
+    # fused: one launch + one pass + the sync = 6.05 + 1.995 + 4.92 = 13.0 µs (5.2x); a single
     # 2 µs kernel is still dominated by its launch and sync
-    assert d.fixed_seconds == pytest.approx(4.7e-6 + per + 5.1e-6, rel=1e-3)
+    assert d.fixed_seconds == pytest.approx(6.05e-6 + per + 4.92e-6, rel=1e-3)
     assert (d.after.verdict, d.after.limiter) == ("latency-bound", "launch overhead")
 
 
@@ -371,3 +431,30 @@ def test_a_kernel_built_by_hand_is_diagnosed_too():
     assert (d.verdict, d.limiter) == ("latency-bound", "latency (unexplained)")
     assert math.isclose(d.evidence.dram_fraction, 0.5)
     assert capstone.diagnose(k).after is None
+
+
+def test_notebook_quotes_the_filter_figures_the_package_computes():
+    # notebook 10's mystery 6: its prompt and diagnosis must say what the package computes and
+    # the H200 records hold (80 FP32 instructions and 120 FLOPs per element; fixed: 226 µs
+    # against 128 µs for the copy, Nsight Compute SM 85 % and DRAM 48 %)
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "10_capstone.ipynb", 4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    start = text.index("### Mystery 6")
+    six = text[start:text.index("### Mystery 7")]
+    from gpu_lessons.capstone import mysteries
+
+    k = mystery("register_hog")
+    assert k.code.strip() in six
+    assert (mysteries.FIR_FP32_PER_ELEMENT, mysteries.FIR_FLOPS_PER_ELEMENT) == (80, 120)
+    assert "80 FP32 instructions and 120 FLOPs per element" in six
+    ev = diagnose(k).after.evidence
+    ncu = FIR["kernels"]["fir40_v4"]["ncu"]
+    assert f"{ev.seconds * 1e6:.0f} µs" in six and "128 µs" in six
+    assert f"about {ncu['sm_throughput_pct']} %" in six and f"{ncu['dram_throughput_pct']} %" in six
+    assert f"{round(100 * ev.compute_fraction)} %" in six
+    assert f"{k.launch.registers_per_thread} registers" in six
+    assert f"needs {k.after.launch.registers_per_thread} registers" in six
+    assert f"{diagnose(k).after.evidence.occupancy.warps_per_sm} warps fit" in six
+    assert "19×" not in text and "40 FMAs" not in text

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpu_lessons._format import binary_bytes, html_table, percent, ratio, si
+from gpu_lessons._format import binary_bytes, duration, html_table, percent, ratio, si
 
 
 @pytest.mark.parametrize(("value", "unit", "digits", "text"), [
@@ -63,6 +63,14 @@ def test_ratio_by_hand(value, text):
 ])
 def test_binary_bytes_by_hand(nbytes, spec, text):
     assert binary_bytes(nbytes, spec) == text
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (2.26e-4, "226 µs"), (0.0216785, "21.7 ms"), (1.5, "1.5 s"), (5e-8, "50 ns"),
+    (1e-6, "1 µs"), (999.4e-6, "999 µs"),
+])
+def test_duration_by_hand(seconds, text):
+    assert duration(seconds) == text
 
 
 def test_html_table_escapes_unless_told_not_to():

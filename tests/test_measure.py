@@ -809,7 +809,8 @@ def test_launch_latency(rec):
     ll = g.launch_from_raw(rec["launch"])
     # a graph replays launches on the GPU; syncing after each adds the round trip
     assert ll.graph.median < ll.back_to_back.median < ll.synced.median
-    # facts.md section 5 (an H200 in a sandboxed VM): ~4.7 us back-to-back, ~9.8 us synced
+    # the five recorded H200 runs gave 4.2-6.2 µs back-to-back and 9.4-11.6 µs synced
+    # (docs/measured/h200.md, 'Launch latency')
     assert 2e-6 < ll.back_to_back.median < 10e-6
     assert 5e-6 < ll.synced.median < 20e-6
     assert "µs" in repr(ll)

@@ -35,23 +35,25 @@ H200 = system.LAUNCH_FIGURES["H200"]
 def test_launch_default_hand_derived():
     e = launch_explorer()
     assert e.warning.value == ""
-    # batch 32: kernel = 2 + 0.05·32 = 3.6 µs.  H200: launch o = 4.7 µs, sync r = 5.1 µs.
-    # async, 10 kernels: end = max(o + n·d, n·o + d) = max(40.7, 50.6) = 50.6, + r = 55.7 µs;
-    # GPU busy 36 / 55.7 = 64.6 %.  Synced: 10 × (4.7 + 3.6 + 5.1) = 134.0 µs.
+    # H200 (recorded run, tests/data/h200_measurements.json): launch o = 6.05 µs back to back,
+    # sync r = 10.97 − 6.05 = 4.92 µs.  Batch 32: kernel = 2 + 0.05·32 = 3.6 µs.
+    # async, 10 kernels: end = max(o + n·d, n·o + d) = max(42.05, 64.1) = 64.1, + r = 69.02 µs;
+    # GPU busy 36 / 69.02 = 52.2 %.  Synced: 10 × (6.05 + 3.6 + 4.92) = 145.7 µs.
+    assert (H200.launch_us, H200.sync_us) == (6.05, 4.92)
     assert e.current.data["kernel_us"] == [pytest.approx(3.6)]
-    assert e.current.data["utilisation"][0] == pytest.approx(100 * 36 / 55.7)
+    assert e.current.data["utilisation"][0] == pytest.approx(100 * 36 / 69.02)
     text = e.readout.value
-    assert "55.7 µs" in text and "64.6%" in text and "134.0 µs" in text
-    # kernel = launch at (4.7 − 2) / 0.05 = 54 items
-    assert e.knee.location == pytest.approx(54)
-    assert "batch 54" in text
+    assert "69.0 µs" in text and "52.2%" in text and "145.7 µs" in text
+    # kernel = launch at (6.05 − 2) / 0.05 = 81 items
+    assert e.knee.location == pytest.approx(81)
+    assert "batch 81" in text
     # the timeline: 10 launches on the CPU, then the wait for the GPU; 10 kernels on the GPU
     cpu, gpu = _bars(e, "CPU"), _bars(e, "GPU")
     assert len(gpu) == 10 and len(cpu) == 11
-    assert cpu[0][:2] == (0, pytest.approx(4.7))
-    # launch-bound: kernel i starts when its launch returns, (i+1)·4.7 µs
-    assert [s for s, _, _ in gpu] == pytest.approx([4.7 * (i + 1) for i in range(10)])
-    assert max(end for _, end, _ in cpu) == pytest.approx(55.7)
+    assert cpu[0][:2] == (0, pytest.approx(6.05))
+    # launch-bound: kernel i starts when its launch returns, (i+1)·6.05 µs
+    assert [s for s, _, _ in gpu] == pytest.approx([6.05 * (i + 1) for i in range(10)])
+    assert max(end for _, end, _ in cpu) == pytest.approx(69.02)
 
 
 def test_launch_bound_forty_percent():
@@ -67,13 +69,13 @@ def test_launch_bound_forty_percent():
 def test_launch_modes_and_graph():
     e = launch_explorer()
     e.controls["mode"].value = "sync"
-    # every kernel pays o + d + r: 10 × 13.4 µs
-    assert e.run.step_us == pytest.approx(134.0)
+    # every kernel pays o + d + r: 10 × 14.57 µs
+    assert e.run.step_us == pytest.approx(145.7)
     assert len(_bars(e, "CPU")) == 20   # a launch and a wait per kernel
     e.controls["mode"].value = "graph"
-    # one launch g = 4.7 µs, then n × (node cost c + d), then r
+    # one launch g = 6.05 µs, then n × (node cost c + d), then r
     c = H200.graph_node_us
-    assert e.run.step_us == pytest.approx(4.7 + 10 * (c + 3.6) + 5.1)
+    assert e.run.step_us == pytest.approx(6.05 + 10 * (c + 3.6) + 4.92)
     assert [lab for _, _, lab in _bars(e, "CPU")] == ["graph launch", "sync wait"]
     # the bars are coloured by the model's kind of segment, named in words in the legend
     assert set(e.bars.data["kind"]) == {"graph launch", "sync", "kernel"}
@@ -84,7 +86,7 @@ def test_launch_curves_are_the_models_sweep():
     e = launch_explorer(batch=256, n_kernels=5)
     for m in system.MODES:
         direct = system.batch_sweep(view.BATCHES, fixed_us=2.0, per_item_us=0.05,
-                                    n_kernels=5, mode=m, figures="H200", launch_us=4.7)
+                                    n_kernels=5, mode=m, figures="H200")
         assert np.allclose(e.curves.data[m], 100 * direct.utilisation)
     # large batches: kernels of 2 + 0.05·65536 µs dwarf every overhead
     assert e.curves.data["async"][-1] > 99

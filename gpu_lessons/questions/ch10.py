@@ -7,8 +7,9 @@ references are what the course's diagnosis tools say about them (:func:`capstone
 more is the bottleneck).  Each kernel's time says where it comes from:
 
 * ``float4_x``: *measured* — the H200 strided-copy run with the same warp access pattern
-  (4-byte elements at stride 4: 1,665 GB/s of useful bandwidth; docs/measured/h200.md,
-  "4-byte elements by stride", L2 fetch granularity 64 B);
+  (4-byte elements at stride 4, its useful bandwidth read with
+  ``hardware.measured("h200.strided_copy.float_stride4_useful_gbs")``; docs/measured/h200.md,
+  "4-byte elements by stride");
 * ``staged``: *model-derived* — :func:`gpu_lessons.latency.compare` (600 ns loaded latency);
 * the decode step: *model-derived* — :func:`gpu_lessons.system.compare_modes` with the H200's
   measured launch costs.
@@ -19,8 +20,8 @@ from __future__ import annotations
 from functools import cache
 
 from .. import capstone, costs, latency, memory
-from ..capstone import H200_MEASURED, diagnose, evidence
-from ..hardware import catalog
+from ..capstone import diagnose, evidence
+from ..hardware import catalog, measured
 from ..hardware import gpu as lookup
 from ..occupancy import compute_capability, occupancy
 from ..roofline import Roofline
@@ -30,8 +31,11 @@ from .types import Choice, Function, Mistake, Number, Question, Vary
 # -- mystery A: one component of an array of float4 ------------------------------------------------
 
 _N = 62_914_560
-#: Useful bandwidth of strided_copy_4 at stride 4 on an H200 (docs/measured/h200.md).
-_FLOAT4_X_BANDWIDTH = 1665e9
+
+
+def _float4_bandwidth() -> float:
+    """Useful bandwidth of strided_copy_4 at stride 4 on an H200, B/s (the recorded run)."""
+    return measured("h200.strided_copy.float_stride4_useful_gbs").value * 1e9
 
 _FLOAT4_CODE = r"""
 __global__ void get_x(const float4* __restrict__ p, float* __restrict__ x) {
@@ -45,24 +49,32 @@ __global__ void get_x(const float4* __restrict__ p, float* __restrict__ x) {
 
 @cache
 def _float4_kernel():
-    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) at the 1,665 GB/s the
-    H200 measured for the same pattern: 302 µs."""
+    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) at the useful bandwidth
+    the H200 measured for the same pattern (1,696 GB/s: 297 µs)."""
     cost = costs.elementwise(_N, flops_per_element=0, reads=1, writes=1, name="copy x")
     return capstone.MysteryKernel(
         key="float4_x", title="Read the x of every float4 point", code=_FLOAT4_CODE,
         gpu="H200 SXM", precision="fp32", sizes=f"{_N:,} float4 points (x: 240 MiB out)",
-        cost=cost, seconds=cost.bytes / _FLOAT4_X_BANDWIDTH, measured=True,
-        time_source="measured: strided_copy_4 at stride 4, 1,665 GB/s useful, the same warp "
-                    "access pattern (docs/measured/h200.md, '4-byte elements by stride')",
+        cost=cost, seconds=cost.bytes / _float4_bandwidth(), measured=True,
+        time_source=f"measured: strided_copy_4 at stride 4, {_float4_bandwidth() / 1e9:,.0f} GB/s "
+                    f"useful, the same warp access pattern (docs/measured/h200.md, '4-byte "
+                    f"elements by stride')",
         accesses=(capstone.WarpAccess("load p[i].x", tuple(memory.aos_field(16, 0))),
                   capstone.WarpAccess("store x[i]", tuple(memory.strided(1)))),
         fix="structure of arrays: keep x in its own float array, so a warp reads 128 "
             "consecutive bytes (4 sectors instead of 16)")
 
 
+def _float4_prompt_fields() -> dict:
+    k = _float4_kernel()
+    return {"mb": f"{k.cost.bytes / 1e6:,.0f}", "us": f"{k.seconds * 1e6:.1f}",
+            "useful": f"{_float4_bandwidth() / 1e9:,.0f}"}
+
+
 def _float4_dram_fraction() -> float:
     """Percent of the 4.8 TB/s DRAM roof the kernel's sectors move: per warp 16 sectors for
-    the load and 4 for the store, 640 B for 256 B useful: 2.5 x 1,665 = 4,162 GB/s = 86.7 %."""
+    the load and 4 for the store, 640 B for 256 B useful: 2.5 x the useful bandwidth (2.5 x
+    1,696 = 4,240 GB/s = 88.3 %)."""
     return 100 * evidence(_float4_kernel()).dram_fraction
 
 
@@ -155,6 +167,10 @@ def _staged_kernel():
             "and give each thread several independent loads (unrolled, or float4)")
 
 
+def _staged_fields() -> dict:
+    return {"us": f"{_staged_kernel().seconds * 1e6:.0f}"}
+
+
 def _staged_verdict() -> str:
     return diagnose(_staged_kernel()).verdict
 
@@ -226,18 +242,21 @@ def _roofline_fraction_inputs(rng) -> dict:
 
 
 def _roofline_fraction_edges() -> list[dict]:
-    """Measured H200 runs (docs/measured/h200.md): cuBLAS FP16 8192³ and 1024³, the copy."""
+    """Measured H200 runs (the recorded figures, docs/measured/h200.md): cuBLAS FP16 8192³ and
+    1024³, the copy."""
     h200 = lookup("h200")
     fp16, fp32, bw = h200.peak_flops("fp16"), h200.peak_flops("fp32"), h200.bandwidth
     n, m = 8192, 1024
     copy = 2 * 1006632960
     return [
         {"flops": 2.0 * n**3, "bytes_moved": 3.0 * n * n * 2,
-         "seconds": H200_MEASURED["hgemm_8192"][0], "peak_flops": fp16, "bandwidth": bw},
+         "seconds": measured("h200.gemm.fp16_8192_ms").value * 1e-3, "peak_flops": fp16,
+         "bandwidth": bw},
         {"flops": 2.0 * m**3, "bytes_moved": 3.0 * m * m * 2,
-         "seconds": H200_MEASURED["hgemm_1024"][0], "peak_flops": fp16, "bandwidth": bw},
+         "seconds": measured("h200.gemm.fp16_1024_ms").value * 1e-3, "peak_flops": fp16,
+         "bandwidth": bw},
         {"flops": 0.0, "bytes_moved": float(copy),
-         "seconds": copy / H200_MEASURED["copy_bandwidth"][0], "peak_flops": fp32,
+         "seconds": copy / (measured("h200.copy.bandwidth_gbs").value * 1e9), "peak_flops": fp32,
          "bandwidth": bw},
     ]
 
@@ -258,13 +277,14 @@ QUESTIONS = (
         points=2,
         title="Mystery A: how busy is DRAM?",
         prompt="Mystery A (code below) reads the x of 62,914,560 float4 points on an H200 and "
-               "writes it to a float array: 503 MB of useful traffic (x read once, written "
-               "once) in 302.3 µs, i.e. 1,665 GB/s of useful bandwidth (measured for this "
+               "writes it to a float array: {mb} MB of useful traffic (x read once, written "
+               "once) in {us} µs, i.e. {useful} GB/s of useful bandwidth (measured for this "
                "access pattern). What percentage of the H200's 4.8 TB/s DRAM roof do the "
                "32-byte sectors it moves reach?\n\n" + _code(_FLOAT4_CODE) + "\n\n"
                "Answer in **percent** of the DRAM peak, in `float4_dram_fraction`.",
         hint="Count the sectors of one warp's load of p[i].x and of its store of x[i] "
              "(gpu_lessons.memory.global_load), then scale the useful bytes by moved / useful.",
+        derive=_float4_prompt_fields,
         answer=Number(
             reference=_float4_dram_fraction,
             units="%",
@@ -314,13 +334,14 @@ QUESTIONS = (
         title="Mystery B: what limits it?",
         prompt="Mystery B (code below) scales 2²⁶ floats on an H200, staging each block's "
                "14,592 floats through 58,368 bytes of shared memory; 256-thread blocks, 30 "
-               "registers per thread, one 4-byte load in flight per thread. It takes 796 µs "
+               "registers per thread, one 4-byte load in flight per thread. It takes {us} µs "
                "(model-derived). Is it memory-, compute- or latency-bound?\n\n"
                + _code(_STAGED_CODE) + "\n\n"
                "Answer with one of `\"memory-bound\"`, `\"compute-bound\"`, "
                "`\"latency-bound\"` in `staged_verdict`.",
         hint="Compute the fraction of each roof it reaches (FLOP/s against 66.9 TFLOP/s, bytes "
              "moved against 4.8 TB/s) and apply the 60 % rule; then look at its occupancy.",
+        derive=_staged_fields,
         answer=Choice(
             reference=_staged_verdict,
             options=("memory-bound", "compute-bound", "latency-bound"),

@@ -15,7 +15,9 @@ of each is the lesson's own value (the *default*).  Such a question is a templat
 
 * its ``prompt`` (and ``hint`` and mistake messages) are ``str.format`` templates whose
   fields are the parameters' display texts (``{gpu}`` -> ``H100 SXM5``) plus what ``derive``
-  computes from them (``{sms}`` -> ``132``); write a literal brace as ``{{``;
+  computes from them (``{sms}`` -> ``132``); write a literal brace as ``{{``.  A question
+  without variants may have ``derive`` too, to quote figures read from data (then its texts
+  are templates as well);
 * its ``reference`` takes the parameters as keywords, and so do mistake values and predicates
   (``value(ref, **params)``, ``when(answer, ref, **params)``; a :class:`Choice` mistake's
   ``value`` may be ``value(**params) -> option``);  a mistake value of ``None`` means "this
@@ -272,7 +274,7 @@ class Question:
         """
         base = self.template or self
         values = base.resolve(params)
-        if not base.vary:
+        if not base.vary and base.derive is None:
             return replace(base, template=base)
         texts = base.fields(values)
         return replace(base, prompt=_render(base.prompt, texts), hint=_render(base.hint, texts),

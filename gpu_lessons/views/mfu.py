@@ -10,7 +10,6 @@ mixed-precision training run (the seed's RTX 4090 example, erratum E6).
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 
 import ipywidgets as widgets
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Span
@@ -19,59 +18,8 @@ from bokeh.plotting import figure
 from .. import _validate
 from .. import mfu as _mfu
 from ..hardware import catalog, gpu
+from ..mfu import PRESETS, Preset
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, fmt, log_slider, slider
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A model shape with the source of every number."""
-
-    label: str
-    d_model: int
-    n_layers: int
-    n_heads: int
-    d_ff: int
-    vocab_size: int
-    seq_len: int
-    gated_mlp: bool
-    bias: bool
-    norm: str
-    learned_positions: bool
-    tied_embeddings: bool
-    source: str
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-
-_GPT2 = ("Radford et al. 2019, 'Language Models are Unsupervised Multitask Learners', Table 2 "
-         "(layers, d_model; vocabulary 50,257; context 1024); heads from the released "
-         "configs (Hugging Face openai-community/{}: n_head {}); MLP width 4·d_model")
-
-#: Model presets.  GPT-2: LayerNorm with biases, learned positions, tied embeddings.
-#: Llama 2: SwiGLU (gated MLP), RMSNorm, no biases, rotary positions, untied head.
-PRESETS = {
-    "gpt2-small": Preset("GPT-2 small (124M)", 768, 12, 12, 3072, 50257, 1024, False, True,
-                         "layernorm", True, True, _GPT2.format("gpt2", 12)),
-    "gpt2-medium": Preset("GPT-2 medium (355M)", 1024, 24, 16, 4096, 50257, 1024, False, True,
-                          "layernorm", True, True, _GPT2.format("gpt2-medium", 16)),
-    "gpt2-large": Preset("GPT-2 large (774M)", 1280, 36, 20, 5120, 50257, 1024, False, True,
-                         "layernorm", True, True, _GPT2.format("gpt2-large", 20)),
-    "gpt2-xl": Preset("GPT-2 XL (1.5B)", 1600, 48, 25, 6400, 50257, 1024, False, True,
-                      "layernorm", True, True, _GPT2.format("gpt2-xl", 25)),
-    "llama-2-7b": Preset("Llama-2-7B", 4096, 32, 32, 11008, 32000, 4096, True, False,
-                         "rmsnorm", False, False,
-                         "Touvron et al. 2023, 'Llama 2', arXiv 2307.09288, Table 1 (context "
-                         "4096) and the released config (Hugging Face meta-llama/Llama-2-7b-hf: "
-                         "hidden 4096, intermediate 11008, 32 layers, 32 heads, 32 KV heads, "
-                         "vocabulary 32,000)"),
-    "gpt3-175b": Preset("GPT-3 175B", 12288, 96, 96, 49152, 50257, 2048, False, True,
-                        "layernorm", True, True,
-                        "Brown et al. 2020, 'Language Models are Few-Shot Learners', arXiv "
-                        "2005.14165, Table 2.1 (96 layers, d_model 12288, 96 heads of 128, "
-                        "context 2048; MLP width 4·d_model; GPT-2's 50,257-token vocabulary)"),
-}
 
 #: Labels of the precisions an MFU can be quoted against (``mfu.MFU_PRECISIONS``).
 PRECISION_LABELS = {"bf16": "BF16 tensor", "fp16": "FP16 tensor", "tf32": "TF32 tensor",

@@ -1,0 +1,159 @@
+"""Every measured figure in ``gpu_lessons/data/measured.toml`` against the record it names.
+
+Each value is recomputed here from the raw samples in ``tests/data/`` (medians of the timed
+runs, bytes over the median time) and must be that result rounded to the digits the data file
+writes.  A figure added to the data file without a derivation here fails
+``test_every_figure_is_checked``.
+"""
+
+import json
+import statistics
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpu_lessons import hardware
+from gpu_lessons.hardware import Measured, measured, measured_figures
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+RUN = json.loads((DATA / "h200_measurements.json").read_text("utf-8"))
+CHASE = json.loads((DATA / "h200_pointer_chase.json").read_text("utf-8"))
+FIR = json.loads((DATA / "h200_capstone_fir.json").read_text("utf-8"))["kernels"]
+MiB = 2**20
+
+
+def _median(timing) -> float:
+    return statistics.median(timing["samples"])
+
+
+def _stride(stride, element_bytes=4) -> dict:
+    sweep = next(s for s in RUN["stride"] if s["element_bytes"] == element_bytes)
+    point = next(p for p in sweep["points"] if p["stride"] == stride and p["offset"] == 0)
+    return {"n": sweep["n_elements"], "seconds": _median(point["timing"])}
+
+
+def _stride_us(stride):
+    return _stride(stride)["seconds"] * 1e6
+
+
+def _stride_useful_gbs(stride):
+    # every output float is read once and written once: 4 B x 2 per element
+    s = _stride(stride)
+    return s["n"] * 4 * 2 / s["seconds"] / 1e9
+
+
+def _simt_us(name):
+    return 1e6 * next(_median(k["timing"]) for k in RUN["simt"]["kernels"] if k["name"] == name)
+
+
+def _gemm(precision, n, table="gemm"):
+    return next(_median(g["timing"]) for g in RUN[table]
+                if g["precision"] == precision and g["n"] == n and g["data"] == "normal")
+
+
+def _size_sweep_gbs(array_bytes):
+    p = next(p for p in RUN["size_sweep"]["points"] if p["array_bytes"] == array_bytes)
+    return p["bytes_moved"] * p["copies"] / _median(p["timing"]) / 1e9
+
+
+def _transfer_gbs(direction, memory):
+    t = RUN["transfers"]
+    row = next(r for r in t["rows"] if r["direction"] == direction and r["memory"] == memory)
+    return t["bytes"] / _median(row["timing"]) / 1e9
+
+
+def _chase_ns(footprint):
+    return next(r["ns_per_hop"] for r in CHASE["rows"] if r["footprint_bytes"] == footprint)
+
+
+#: key -> the value recomputed from the record, in the figure's unit
+FROM_RECORD = {
+    "h200.copy.bandwidth_gbs": lambda: RUN["copy"]["bytes_moved"] / _median(RUN["copy"]["timing"]) / 1e9,
+    "h200.triad.bandwidth_gbs":
+        lambda: RUN["triad"]["bytes_moved"] / _median(RUN["triad"]["timing"]) / 1e9,
+    "h200.copy_in_l2.bandwidth_gbs": lambda: _size_sweep_gbs(16 * MiB),
+    "h200.strided_copy.float_stride1_us": lambda: _stride_us(1),
+    "h200.strided_copy.float_stride2_us": lambda: _stride_us(2),
+    "h200.strided_copy.float_stride4_us": lambda: _stride_us(4),
+    "h200.strided_copy.float_stride8_us": lambda: _stride_us(8),
+    "h200.strided_copy.float_stride1_useful_gbs": lambda: _stride_useful_gbs(1),
+    "h200.strided_copy.float_stride2_useful_gbs": lambda: _stride_useful_gbs(2),
+    "h200.strided_copy.float_stride4_useful_gbs": lambda: _stride_useful_gbs(4),
+    **{f"h200.simt.{name}_us": (lambda name=name: _simt_us(name)) for name in (
+        "branch_by_parity", "branch_by_warp", "reduce_interleaved", "reduce_interleaved_strided",
+        "reduce_sequential", "transpose_naive", "transpose_tiled", "transpose_tiled_padded")},
+    "h200.gemm.fp32_4096_ms": lambda: _gemm("fp32", 4096) * 1e3,
+    "h200.gemm.fp32_8192_ms": lambda: _gemm("fp32", 8192) * 1e3,
+    "h200.gemm.fp16_1024_ms": lambda: _gemm("fp16", 1024) * 1e3,
+    "h200.gemm.fp16_8192_ms": lambda: _gemm("fp16", 8192) * 1e3,
+    "h200.gemm.bf16_8192_ms": lambda: _gemm("bf16", 8192) * 1e3,
+    "h200.gemm.fp16_8192_power_limited_ms": lambda: _gemm("fp16", 8192, "gemm_sustained") * 1e3,
+    "h200.gemm.bf16_8192_power_limited_ms": lambda: _gemm("bf16", 8192, "gemm_sustained") * 1e3,
+    "h200.launch.back_to_back_us": lambda: _median(RUN["launch"]["back_to_back"]) * 1e6,
+    "h200.launch.synced_us": lambda: _median(RUN["launch"]["synced"]) * 1e6,
+    "h200.launch.graph_per_kernel_us": lambda: _median(RUN["launch"]["graph"]) * 1e6,
+    "h200.host_copy.pinned_h2d_gbs": lambda: _transfer_gbs("host->device", "pinned"),
+    "h200.host_copy.pinned_d2h_gbs": lambda: _transfer_gbs("device->host", "pinned"),
+    "h200.host_copy.pageable_h2d_gbs": lambda: _transfer_gbs("host->device", "pageable"),
+    "h200.host_copy.pageable_d2h_gbs": lambda: _transfer_gbs("device->host", "pageable"),
+    "h200.pointer_chase.l1_ns": lambda: _chase_ns(16 * 2**10),
+    "h200.pointer_chase.l2_ns": lambda: _chase_ns(8 * MiB),
+    "h200.pointer_chase.hbm_ns": lambda: _chase_ns(4096 * MiB),
+    "h200.capstone_fir.fir40_v4_us": lambda: FIR["fir40_v4"]["median_s"] * 1e6,
+    "h200.capstone_fir.copy_f4_us": lambda: FIR["copy_f4"]["median_s"] * 1e6,
+    "h200.capstone_fir.fir40_v4_sm_throughput_pct": lambda: FIR["fir40_v4"]["ncu"]["sm_throughput_pct"],
+    "h200.capstone_fir.fir40_v4_dram_throughput_pct":
+        lambda: FIR["fir40_v4"]["ncu"]["dram_throughput_pct"],
+}
+
+
+def _decimals(value: float) -> int:
+    text = repr(float(value))
+    return 0 if text.endswith(".0") else len(text.split(".")[1])
+
+
+def test_every_figure_is_checked():
+    assert set(FROM_RECORD) == set(measured_figures())
+
+
+@pytest.mark.parametrize("key", sorted(FROM_RECORD))
+def test_figure_is_its_record_rounded_as_written(key):
+    fig = measured(key)
+    raw = FROM_RECORD[key]()
+    half_step = 0.5 * 10.0 ** -_decimals(fig.value)
+    assert abs(raw - fig.value) <= half_step * (1 + 1e-9), (key, raw, fig.value)
+
+
+def test_units_names_and_runs_agree():
+    text = (ROOT / "gpu_lessons" / "data" / "measured.toml").read_text("utf-8")
+    raw = tomllib.loads(text)
+    suffix = {"µs": "_us", "ms": "_ms", "ns": "_ns", "GB/s": "_gbs", "%": "_pct"}
+    for key, fig in measured_figures().items():
+        assert key.endswith(suffix[fig.unit]), key
+        assert fig.gpu in hardware.names()           # a catalog GPU, by its canonical name
+        assert (ROOT / fig.record).is_file(), fig.record
+        assert fig.where and fig.what and fig.how and fig.doc
+    # a run's record names the same GPU the run says
+    assert RUN["device"]["catalog_name"] == raw["runs"]["h200"]["gpu"]
+    assert RUN["meta"]["date_utc"].startswith(raw["runs"]["h200"]["date"][:16].replace("Z", ""))
+    assert CHASE["gpu"] == "NVIDIA H200"
+
+
+def test_si_values_and_text():
+    f = measured("h200.launch.back_to_back_us")
+    assert isinstance(f, Measured)
+    assert f.si == pytest.approx(6.05e-6)
+    assert str(f) == "6.05 µs"
+    assert str(measured("h200.copy.bandwidth_gbs")) == "4,205 GB/s"
+    assert measured("h200.copy.bandwidth_gbs").si == 4205e9
+    assert "tests/data/h200_measurements.json" in f.source and "H200" in f.source
+    assert "6.05 µs" in repr(f)
+
+
+def test_unknown_key_names_the_closest():
+    with pytest.raises(ValueError, match="back_to_back_us"):
+        measured("h200.launch.back2back_us")
+    with pytest.raises(TypeError, match="key"):
+        measured(6.05)

@@ -129,12 +129,44 @@ class Assignment:
         return questions_for
 
 
-def questions_for(secret, chapter, *, bank=None) -> Callable[[str], tuple[Question, ...]]:
-    """Student id -> that student's bound questions of ``chapter``, drawn with ``secret``
-    (bytes, or the path of a secret file); ``bank`` is a private bank's folder, or None."""
+def questions_for(secret, chapter, *, bank=None,
+                  roster=None) -> Callable[[str], tuple[Question, ...]]:
+    """Student id -> that student's bound questions of ``chapter``: what the grader takes.
+
+    ``secret``: bytes, or the path of a secret file; ``None`` grades everyone with the lessons'
+    own numbers (a private bank without variants, say).  ``bank``: a private bank's folder.
+    ``roster``: a roster CSV or a list of ids; a student not on it is refused with a
+    ``ValueError`` naming them (the grader reports it in that submission's row).
+    """
+    n = _questions.chapter_number(chapter)
+    extra = load_bank(bank) if bank else {}
+    allowed = None
+    if roster is not None:
+        allowed = set(read_roster(roster) if isinstance(roster, (str, Path))
+                      else map(student_id, roster))
+    if secret is None:
+        fixed = tuple(q.bind() for q in _questions.templates(n) + tuple(extra.get(n, ())))
+
+        def same_for_all(student: str) -> tuple[Question, ...]:
+            _on_roster(student, allowed)
+            return fixed
+
+        return same_for_all
     if isinstance(secret, (str, Path)):
         secret = read_secret(secret)
-    return Assignment(secret, bank=load_bank(bank) if bank else {}).questions_for(chapter)
+    drawn = Assignment(secret, bank=extra).questions_for(n)
+
+    def questions(student: str) -> tuple[Question, ...]:
+        _on_roster(student, allowed)
+        return drawn(student)
+
+    return questions
+
+
+def _on_roster(student: str, allowed: set | None) -> None:
+    if allowed is not None and student not in allowed:
+        raise ValueError(f"student {student!r} is not on the roster: check the submission's "
+                         f"folder or file name")
 
 
 def read_secret(path) -> bytes:

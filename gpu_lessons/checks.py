@@ -33,9 +33,9 @@ checked here with their default parameters, the lesson's own numbers;
 
 For graders: :func:`evaluate` returns a :class:`CheckResult` without printing or raising;
 :func:`passed` returns a bool (otter-grader test cells); ``check(..., strict=True)`` also
-raises for an unanswered question (nbgrader autograder cells).  ``gpu_lessons.grade``
-reads answers out of a submitted notebook's kernel and judges them with :func:`judge` in its
-own process, so nothing a notebook redefines can change a grade.
+raises for an unanswered question (nbgrader autograder cells).  The grader
+(:mod:`gpu_lessons.grading`) reads answers out of a submitted notebook's kernel and judges
+them with :func:`judge` in its own process, so nothing a notebook redefines can change a grade.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import questions as _questions
+from .grading.probe import observe, probe
 from .questions.types import Choice, Design, Function, Mistake, Number, Question, Vary
 from .questions.types import plain as _plain
 
@@ -148,87 +149,9 @@ def find(question_id: str) -> Question:
 
 
 # -- turning answers into plain data ---------------------------------------------------------
-# ``observe`` and ``probe`` run both here and, as source text, inside a submission's kernel
-# (gpu_lessons.grade sends them there), so the grader sees an answer exactly as ``check``
-# does.  They must stay self-contained: imports inside, no module-level names.
-
-def observe(value, _depth=0):
-    """Describe ``value`` as JSON-safe data: ``{"kind": ..., "value": ...}``.
-
-    Numbers become plain ``int``/``float`` and strings plain ``str``, so an object with a
-    doctored ``__eq__`` cannot pass for the right answer.
-    """
-    import numbers as _numbers
-
-    if value is Ellipsis:
-        return {"kind": "ellipsis"}
-    if value is None:
-        return {"kind": "none"}
-    shape = getattr(value, "shape", None)
-    if shape == () and hasattr(value, "item"):  # NumPy scalars and 0-d arrays
-        try:
-            return observe(value.item(), _depth)
-        except Exception:
-            pass
-    try:
-        if isinstance(value, bool) or type(value).__name__ == "bool_":
-            return {"kind": "bool", "value": bool(value)}
-        if isinstance(value, _numbers.Integral):
-            return {"kind": "number", "value": int(value)}
-        if isinstance(value, _numbers.Real):
-            return {"kind": "number", "value": float(value)}
-        if isinstance(value, str):
-            return {"kind": "str", "value": str.__str__(value)[:2000]}
-    except Exception:  # a number type whose conversion fails is reported as "other"
-        pass
-    if callable(value) and not isinstance(value, type):
-        return {"kind": "callable", "type": type(value).__name__}
-    items = None
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    elif shape is not None and hasattr(value, "tolist"):
-        try:
-            items = value.tolist()
-        except Exception:
-            items = None
-    if items is not None and _depth < 3 and len(items) <= 10000:
-        return {"kind": "seq", "items": [observe(v, _depth + 1) for v in items]}
-    try:
-        text = repr(value)[:200]
-    except Exception:
-        text = "<unprintable>"
-    return {"kind": "other", "type": type(value).__name__, "repr": text}
-
-
-def probe(function, cases):
-    """Call ``function(**case)`` for each case; return what happened, as plain data.
-
-    Each entry is ``{"ok": observation}``, ``{"raised": name, "message": text}``, or
-    ``{"not_implemented": True}``.  Stops at a ``NotImplementedError`` on the first case (the
-    stub); lets ``KeyboardInterrupt`` through so an interrupt or time limit still works.
-    """
-    import copy as _copy
-
-    outputs = []
-    for i, case in enumerate(cases):
-        try:
-            value = function(**_copy.deepcopy(case))
-        except KeyboardInterrupt:
-            raise
-        except NotImplementedError as exc:
-            if i == 0:
-                outputs.append({"not_implemented": True})
-                break
-            outputs.append({"raised": "NotImplementedError", "message": str(exc)[:300]})
-        except BaseException as exc:
-            try:
-                text = str(exc)[:300]
-            except Exception:
-                text = ""
-            outputs.append({"raised": type(exc).__name__, "message": text})
-        else:
-            outputs.append({"ok": observe(value)})
-    return outputs
+# ``observe`` and ``probe`` live in gpu_lessons.grading.probe, a standard-library-only module
+# that the grader also sends into a submission's kernel as source text, so the grader sees an
+# answer exactly as ``check`` does.
 
 
 # -- judging ---------------------------------------------------------------------------------

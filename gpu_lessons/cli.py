@@ -1,9 +1,10 @@
-"""The ``gpu-lessons`` command."""
+"""The ``gpu-lessons`` command.  Every subcommand's arguments are parsed here."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -11,10 +12,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="print the environment report (Python, packages, CPU, GPU)")
     sub.add_parser("gpus", help="list the GPU catalog")
-    from .grade import add_arguments
-
-    add_arguments(sub.add_parser("grade", help="grade a folder of submitted exercise notebooks "
-                                 "(CSV + JSON)"))
+    _grade_arguments(sub.add_parser("grade", help="grade a folder of submitted exercise "
+                                    "notebooks, each in its own sandbox (CSV + JSON)"))
     _release_arguments(sub.add_parser(
         "release", help="write each student's exercise notebooks, with their own numbers "
                         "(per-student variants) and form-only checks"))
@@ -31,13 +30,135 @@ def main(argv: list[str] | None = None) -> int:
                   f"FP32 {g.peak_tflops['fp32']:>5.1f} TFLOP/s  "
                   f"FP16 tensor {g.peak_tflops.get('fp16', float('nan')):>7.1f} TFLOP/s (dense)")
     elif args.command == "grade":
-        from .grade import run
-
-        return run(args)
+        return _grade(args)
     elif args.command == "release":
         return _release(args)
     return 0
 
+
+# -- gpu-lessons grade -----------------------------------------------------------------------
+
+def _grade_arguments(parser) -> None:
+    from .grading.submissions import DEFAULT_ID_PATTERN
+
+    parser.add_argument("submissions", help="folder of submitted .ipynb files (searched "
+                        "recursively), or one notebook")
+    parser.add_argument("--chapter", help="chapter whose questions to grade, e.g. 5 or 05 "
+                        "(default: from the notebooks' metadata)")
+    parser.add_argument("--out", default="grades.csv",
+                        help="CSV to write once grading is done; the JSON goes beside it "
+                             "(default: grades.csv)")
+    parser.add_argument("--feedback", metavar="DIR", default=None,
+                        help="also write one Markdown feedback file per student into DIR")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="notebooks graded at once (default: CPU cores)")
+    parser.add_argument("--cell-timeout", type=float, default=60,
+                        help="seconds a cell may run before it is interrupted (default: 60)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds a notebook may run before its sandbox is killed "
+                             "(default: 600)")
+    parser.add_argument("--seed", default="0",
+                        help="seed for the inputs function answers are tried on (default: 0)")
+    parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
+                        help="regex on the path under SUBMISSIONS; its first non-empty group "
+                             "is the student id")
+    parser.add_argument("--puzzle", action="append", default=[], metavar="ID=NAME[:POINTS]",
+                        help="also grade puzzle ID from the kernel function NAME each notebook "
+                             "defines (repeat for more puzzles; POINTS default 1)")
+    parser.add_argument("--memory", type=int, default=None, metavar="MIB",
+                        help="address space each sandboxed process may use (default: 4096)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run notebooks without a sandbox (only for notebooks you trust: "
+                             "see docs/instructors.md)")
+    parser.add_argument("--secret-file", metavar="FILE", default=None,
+                        help="the key the release drew each student's numbers with: grade "
+                             "every student against their own variant")
+    parser.add_argument("--roster", metavar="CSV", default=None,
+                        help="with --secret-file: refuse submissions from students not on it")
+    parser.add_argument("--bank", metavar="DIR", default=None,
+                        help="a folder of private question modules to grade too (as released)")
+
+
+def _questions_for(args):
+    """The function from student id to that student's questions, or None for the chapter's
+    built-in questions with the lessons' own numbers."""
+    if not (args.secret_file or args.roster or args.bank):
+        return None
+    if args.roster and not args.secret_file:
+        raise ValueError("--roster needs --secret-file (the key the release used)")
+    from .assignments import questions_for
+    from .grading.submissions import chapter_from, collect
+
+    chapter = args.chapter
+    if chapter is None:
+        chapter = chapter_from(collect(args.submissions)[1])
+    if args.chapter is None:
+        args.chapter = chapter
+    return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
+
+
+def _puzzles(specs: list[str]):
+    from .grading.plan import Puzzle
+
+    found = []
+    for spec in specs:
+        ident, sep, rest = spec.partition("=")
+        name, _, points = rest.partition(":")
+        if not sep or not ident or not name.isidentifier():
+            raise ValueError(f"--puzzle {spec!r}: expected ID=NAME or ID=NAME:POINTS, "
+                             f"e.g. transpose=transpose_kernel:2")
+        try:
+            found.append(Puzzle(ident, name, float(points) if points else 1.0))
+        except ValueError:
+            raise ValueError(f"--puzzle {spec!r}: POINTS must be a number") from None
+    return tuple(found)
+
+
+def _grade(args) -> int:
+    """Run ``gpu-lessons grade``: one line per submission as it finishes (on stdout), then
+    the grades written once, after every sandbox is gone."""
+    from .grading.results import Row
+    from .grading.runner import NO_SANDBOX_RISKS, SandboxUnavailable, grade
+    from .grading.sandbox import Limits
+
+    def show(row: Row):
+        print(f"{row.status:<16} {row.total:>5g}/{row.max:<5g} {row.file}"
+              + (f"  — {row.reason}" if row.reason else ""), flush=True)
+
+    try:
+        limits = Limits(memory_mib=args.memory) if args.memory else None
+        if args.no_sandbox:
+            print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        questions_for = _questions_for(args)  # may set args.chapter from the notebooks
+        grades = grade(args.submissions, chapter=args.chapter, out=args.out,
+                       feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
+                       timeout=args.timeout, seed=args.seed, kernel=args.kernel,
+                       id_pattern=args.id_pattern, questions_for=questions_for,
+                       puzzles=_puzzles(args.puzzle), sandbox=not args.no_sandbox,
+                       limits=limits, progress=show)
+    except SandboxUnavailable as exc:
+        print(f"gpu-lessons grade: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"gpu-lessons grade: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}",
+              file=sys.stderr)
+        return 130
+    n = len(grades.rows)
+    extra = f" and {n} feedback files in {args.feedback}" if args.feedback else ""
+    print(f"graded {n} notebook{'' if n == 1 else 's'}: wrote {args.out} and "
+          f"{Path(args.out).with_suffix('.json')}{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+# -- gpu-lessons release ---------------------------------------------------------------------
 
 def _release_arguments(parser) -> None:
     parser.add_argument("--roster", required=True, metavar="CSV",
@@ -86,7 +207,3 @@ def _release(args) -> int:
     students = len({p.parent for p in written})
     print(f"released {len(written)} notebooks for {students} students into {args.out}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

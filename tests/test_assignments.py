@@ -493,3 +493,48 @@ def test_form_specs_of_every_kind():
     check = released_check({"06.occupancy_design": design})
     assert "recorded" in _output(check, "06.occupancy_design", (256, 64, "registers"))
     assert isinstance(find("06.occupancy_design").answer, Design)
+
+
+# -- grading a class with the key ----------------------------------------------------------------
+
+def _answered(nb, questions) -> None:
+    """Fill a released notebook's answer cells with right answers to ``questions`` (the
+    function questions stay stubs)."""
+    by_id = {q.id: q for q in questions}
+    for i, cell in enumerate(nb.cells):
+        match = re.match(r"""^check\("(\d\d\.\w+)", (\w+)\)$""", cell.source)
+        if match and not isinstance(by_id[match.group(1)].answer, Function):
+            q = by_id[match.group(1)]
+            nb.cells[i - 1].source = f"{q.name} = {_right_answer(q)!r}"
+
+
+def test_grading_with_the_key_scores_each_student_against_their_own_numbers(tmp_path, capsys):
+    """The whole loop: release, answer, copy, grade with ``--secret-file`` and ``--roster``.
+    Alice answers her own numbers right; Bob hands in Alice's notebook; Carol is not on the
+    roster.  Graded with the key, Alice gets every value question, Bob loses the varied ones,
+    Carol's row says she is not on the roster."""
+    from gpu_lessons.grading import sandbox
+
+    roster, key = _roster(tmp_path, rows=("alice", "bob")), _key(tmp_path)
+    release(roster, key, tmp_path / "rel", chapters=[5])
+    nb = nbformat.read(tmp_path / "rel" / "alice" / "05_roofline.ipynb", as_version=4)
+    alice = Assignment(KEY).questions("alice", 5)
+    _answered(nb, alice)
+    for student in ("alice", "bob", "carol"):
+        folder = tmp_path / "subs" / student
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / "05_roofline.ipynb")
+    out = tmp_path / "grades" / "grades.csv"
+    args = ["grade", str(tmp_path / "subs"), "--out", str(out), "--secret-file", str(key),
+            "--roster", str(roster), "--jobs", "2", "--cell-timeout", "20", "--timeout", "120"]
+    if sandbox.unavailable():
+        args.append("--no-sandbox")          # trusted notebooks: written by this test
+    assert cli.main(args) == 0, capsys.readouterr().err
+    rows = {r["student"]: r for r in json.loads(out.with_suffix(".json").read_text())["rows"]}
+    value_points = sum(q.points for q in alice if not isinstance(q.answer, Function))
+    assert rows["alice"]["total"] == value_points
+    bob = Assignment(KEY).questions("bob", 5)
+    lost = sum(qb.points for qa, qb in zip(alice, bob, strict=True)
+               if not isinstance(qb.answer, Function) and not _accepts(qb, _right_answer(qa)))
+    assert lost > 0 and rows["bob"]["total"] == value_points - lost
+    assert "not on the roster" in rows["carol"]["reason"] and rows["carol"]["total"] == 0

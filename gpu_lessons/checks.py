@@ -249,8 +249,11 @@ def _judge_choice(q: Question, obs: Mapping) -> CheckResult:
     if picked == _option(spec.options, spec.reference()):
         return _correct(q)
     for m in spec.mistakes:
-        hit = (_option(spec.options, m.value) == picked if m.value is not None
-               else bool(m.when(picked, spec.reference())))
+        if m.value is not None:
+            wrong = m.value() if callable(m.value) else m.value
+            hit = wrong is not None and _option(spec.options, wrong) == picked
+        else:
+            hit = bool(m.when(picked, spec.reference()))
         if hit:
             return _wrong(q, m.message, m.key)
     return _wrong(q, f"{picked!r} is not the right answer.")

@@ -249,7 +249,9 @@ def _wrong_answers(q):
         out = [(key, value) for key, value in values if value is not None]  # None: n/a here
         out.append((None, ref * 3.7 if not spec.integer else round(ref * 3.7) + 1))
     elif isinstance(spec, Choice):
-        out = [(m.key, m.value) for m in spec.mistakes if m.value is not None]
+        values = [(m.key, m.value() if callable(m.value) else m.value)
+                  for m in spec.mistakes if m.value is not None]
+        out = [(key, value) for key, value in values if value is not None]  # None: n/a here
         right = _norm(spec.reference())
         out.append((None, next(o for o in spec.options if _norm(o) != right)))
     elif isinstance(spec, Design):

@@ -102,9 +102,10 @@ def _one(q: Question) -> tuple[object, list[str]]:
         if _norm(ref) not in {_norm(o) for o in spec.options}:
             return ref, [f"the reference {ref!r} is not one of the options"]
         for m in spec.mistakes:
-            if m.value is not None and (_norm(m.value) not in {_norm(o) for o in spec.options}
-                                        or _norm(m.value) == _norm(ref)):
-                issues.append(f"mistake {m.key!r} names {m.value!r}, not a wrong option")
+            wrong = m.value() if callable(m.value) else m.value
+            if wrong is not None and (_norm(wrong) not in {_norm(o) for o in spec.options}
+                                      or _norm(wrong) == _norm(ref)):
+                issues.append(f"mistake {m.key!r} names {wrong!r}, not a wrong option")
             if m.when is not None and m.when(ref, ref):
                 issues.append(f"mistake {m.key!r} accepts the right answer")
         return _norm(ref), issues

@@ -86,7 +86,8 @@ class Mistake:
 
     * :class:`Number`: ``value`` is a number or ``value(reference) -> number``, matched with
       the question's tolerance; ``when(answer, reference) -> bool``.
-    * :class:`Choice`: ``value`` is the wrong option.
+    * :class:`Choice`: ``value`` is the wrong option, or a function returning it (``None``
+      when the mistake does not apply).
     * :class:`Design`: ``value(**params)`` is a design that breaks the rule ``key`` names (the
       design's ``verify`` reports which rule an answer breaks).
     * :class:`Function`: ``value(expected, **inputs) -> output`` gives what the mistaken
@@ -324,9 +325,9 @@ def _bind_answer(spec: Answer, params: dict, texts: Mapping[str, str]) -> Answer
     for m in spec.mistakes:
         message = _render(m.message, texts)
         if isinstance(spec, Choice):
-            value = m.value(**params) if callable(m.value) else m.value
-            if m.value is not None and value is None:
-                continue  # does not apply to these parameters
+            # a callable value is resolved when an answer is judged, not here: binding stays
+            # cheap (listing questions must not run simulations)
+            value = partial(_with, m.value, params) if callable(m.value) else m.value
             when = partial(_with, m.when, params) if m.when else None
         elif isinstance(spec, Design):
             value, when = partial(m.value, **params), None

@@ -171,6 +171,14 @@ def test_binding_fixes_the_parameters():
         q.bind({"n": 3})
 
 
+def test_prompts_take_the_right_article_for_each_gpu():
+    q = find("07.tile_for_ridge")
+    assert "of a **V100 SXM2**" in q.bind({"gpu": "v100"}).prompt
+    assert "of an **H100 SXM5**" in q.bind({"gpu": "h100"}).prompt
+    assert "of a **T4**" in q.bind({"gpu": "t4"}).prompt
+    assert "of an **RTX 3090**" in q.bind({"gpu": "rtx 3090"}).prompt
+
+
 def test_a_template_that_does_not_render_is_refused():
     broken = Question(id="05.toy", name="toy", points=1, prompt="struct {float x;} on {gpu}",
                       vary=(Vary("gpu", ("a", "b"), "gpu"),),

@@ -30,6 +30,26 @@ print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "first": t3 - t2}}))
 """
 
 
+ALL = r"""
+import json, time
+t0 = time.perf_counter()
+from gpu_lessons.questions import all_questions
+all_questions()
+print(json.dumps({"all": time.perf_counter() - t0}))
+"""
+
+
+def measure_all(runs: int) -> float:
+    """Milliseconds to import the registry and list every chapter's questions (the grader's
+    and the test suite's first step)."""
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", ALL], capture_output=True, text=True,
+                             check=True).stdout
+        times.append(json.loads(out)["all"])
+    return min(times) * 1e3
+
+
 def measure(chapter: int, runs: int) -> dict:
     samples = []
     for _ in range(runs):
@@ -48,6 +68,7 @@ def main() -> None:
     for chapter in range(1, 11):
         m = measure(chapter, args.runs)
         print(f"{chapter:>7}  {m['import']:>13.1f}  {m['load']:>14.1f}  {m['first']:>11.1f}")
+    print(f"every chapter's questions listed: {measure_all(args.runs):.0f} ms")
 
 
 if __name__ == "__main__":

@@ -303,7 +303,7 @@ QUESTIONS = (
         points=1,
         title="Which workload keeps a GPU busy?",
         prompt="Three workloads:\n\n{options}\n\n"
-               "Which one can keep an **{gpu}** busy? Think about how many *independent* pieces "
+               "Which one can keep {a_gpu} **{gpu}** busy? Think about how many *independent* pieces "
                "of work each offers at once, and compare with the number of 4-byte loads the "
                "GPU needs in flight (Little's law, {bandwidth} × 600 ns). Answer `\"A\"`, "
                "`\"B\"` or `\"C\"` in `gpu_workload`.",

@@ -234,7 +234,7 @@ QUESTIONS = (
         name="wave_efficiency",
         points=2,
         title="Blocks run in waves",
-        prompt="A kernel launches **{blocks} blocks of {threads} threads** on a **{gpu}** "
+        prompt="A kernel launches **{blocks} blocks of {threads} threads** on {a_gpu} **{gpu}** "
                "({sms} SMs of compute capability {cc}: an SM holds at most {max_threads} "
                "threads and {max_blocks} blocks at a time). Suppose registers and shared memory "
                "allow as many blocks as those two limits do, and every block takes the same "

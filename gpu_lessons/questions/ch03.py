@@ -198,7 +198,7 @@ QUESTIONS = (
         title="Shared-memory bandwidth against DRAM",
         prompt="Shared memory has 32 banks per SM, and each bank delivers one 4-byte word per "
                "clock. At its boost clock, how many times the DRAM bandwidth is the aggregate "
-               "shared-memory bandwidth of a **{gpu}** (all SMs together)? Take the SM count, "
+               "shared-memory bandwidth of {a_gpu} **{gpu}** (all SMs together)? Take the SM count, "
                "the boost clock and the DRAM bandwidth from `gpu(\"{key}\")` and store the "
                "ratio in `shared_vs_dram`. (This is the room a kernel has when it reuses data "
                "from shared memory instead of reading it again from DRAM.)",

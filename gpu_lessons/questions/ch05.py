@@ -269,7 +269,7 @@ QUESTIONS = (
         points=2,
         title="The ridge point of an H100",
         prompt="The ridge point I_max = π / β is the intensity a kernel needs to be "
-               "compute-bound. What is it for an **{gpu}** running {roof} against its "
+               "compute-bound. What is it for {a_gpu} **{gpu}** running {roof} against its "
                "{memory}, in **FLOP/byte**? Store it in `ridge_h100`.",
         hint="Ridge point = peak FLOP/s / memory bandwidth in B/s, both from the {gpu} "
              "datasheet (the catalog has them).",
@@ -310,7 +310,7 @@ QUESTIONS = (
         prompt="A large FP32 kernel runs over 10⁸ elements. Each element reads `x[i]` and "
                "`y[i]`, does **{fmas}** fused multiply-add{plural} (FMA) with them and writes "
                "`y[i]`: {flops} FLOPs and 12 bytes per element. (With one FMA it is axpy, "
-               "`y = a*x + y`; more FMAs evaluate a polynomial in Horner form.) On an **{gpu}**, "
+               "`y = a*x + y`; more FMAs evaluate a polynomial in Horner form.) On {a_gpu} **{gpu}**, "
                "which limit sets its speed? Answer `\"memory-bound\"`, `\"compute-bound\"` or "
                "`\"latency-bound\"` in `axpy_bound`.",
         vary=(gpus("h100", "a100", "v100", "b200", "t4", "l40s", "h100 pcie"),
@@ -379,7 +379,7 @@ QUESTIONS = (
         prompt="C = A @ B with all three matrices N × N in **{dtype}** ({bytes} bytes per "
                "element). If every matrix crosses DRAM exactly once (A and B read, C written), "
                "the arithmetic intensity grows with N. What is the **smallest N** for which it "
-               "reaches the ridge point of an **{gpu}** running {roof}? Store the whole number "
+               "reaches the ridge point of {a_gpu} **{gpu}** running {roof}? Store the whole number "
                "in `gemm_ridge_size`.",
         hint="Intensity = 2·N³ FLOPs (a multiply-add is 2 FLOPs) over the bytes of A, B and C; "
              "set it equal to peak / bandwidth and solve for N, then round up.",
@@ -451,7 +451,7 @@ QUESTIONS = (
         title="Tile size to reach the ridge",
         prompt="A shared-memory tiled FP32 GEMM (8192 × 8192 × 8192, square T × T tiles, each "
                "block reading its strips of A and B once, C written once) runs on the FP32 CUDA "
-               "cores of an **{gpu}**. Each element of A and B is then read 8192/T times. What "
+               "cores of {a_gpu} **{gpu}**. Each element of A and B is then read 8192/T times. What "
                "is the smallest tile edge T that brings the kernel's intensity up to the FP32 "
                "ridge point? One of `\"16\"`, `\"32\"`, `\"64\"`, `\"128\"`, `\"256\"`, in "
                "`tile_for_ridge`.",
@@ -473,7 +473,7 @@ QUESTIONS = (
                "32 query heads of 128 dimensions, FP16, and {heads}. In this step each sequence "
                "{tokens}, and attention reads the sequence's cached K and V once: the scores "
                "q·Kᵀ and the weighted sum A·V cost one multiply-add per cached element, per new "
-               "token and per query head that uses it. On an **{gpu}** (FP16 tensor cores), is "
+               "token and per query head that uses it. On {a_gpu} **{gpu}** (FP16 tensor cores), is "
                "this attention step `\"memory-bound\"` or `\"compute-bound\"`? Store the "
                "answer in `decode_bound`.",
         vary=(gpus(*_DECODE_GPUS),

@@ -135,12 +135,12 @@ def _design_wrong_limiter(gpu, regs, regs_min, smem_per_warp, target) -> tuple:
 #: the register count a rewrite could reach).  Each has one change that clearly helps most.
 _CASES = {
     "smem": ("h100", 128, 32, 32768, 24),
-    "regs": ("h100", 256, 64, 0, 32),
+    "regs": ("h100", 256, 64, 8192, 32),
     "wide": ("h100", 768, 32, 8192, 24),
     "small": ("rtx 4090", 64, 32, 8192, 24),
     "ampere_smem": ("rtx 3090", 128, 32, 16384, 24),
-    "a100_regs": ("a100", 64, 48, 0, 32),
-    "turing": ("t4", 640, 40, 0, 32),
+    "a100_regs": ("a100", 64, 48, 4096, 32),
+    "turing": ("t4", 640, 40, 2048, 32),
     "volta_smem": ("v100", 256, 48, 24576, 32),
 }
 _CHANGES = ("smem_half", "regs_cut", "block_double", "block_half")
@@ -364,7 +364,7 @@ QUESTIONS = (
         name="occupancy_design",
         points=3,
         title="Design a launch for an occupancy target",
-        prompt="A kernel for an **{gpu}** (compute capability {cc}) uses **{smem_per_warp} "
+        prompt="A kernel for {a_gpu} **{gpu}** (compute capability {cc}) uses **{smem_per_warp} "
                "bytes of shared memory per warp** of its block (its tile grows with the block). "
                "Compiled as it is, it needs **{regs} registers per thread**; with "
                "`__launch_bounds__` the compiler can fit it in fewer, down to **{regs_min}**, "
@@ -410,7 +410,7 @@ QUESTIONS = (
         name="which_change",
         points=1,
         title="Which change raises occupancy most?",
-        prompt="A kernel on an **{gpu}** (compute capability {cc}) runs {threads}-thread blocks "
+        prompt="A kernel on {a_gpu} **{gpu}** (compute capability {cc}) runs {threads}-thread blocks "
                "with {regs} registers per thread and {smem} bytes of shared memory per block. "
                "Which *single* change raises its theoretical occupancy the most?\n\n"
                "{options}\n\n"
@@ -445,7 +445,7 @@ QUESTIONS = (
         name="max_registers",
         points=2,
         title="A register budget for a target occupancy",
-        prompt="A kernel on an **{gpu}** (compute capability {cc}) uses **{threads}-thread "
+        prompt="A kernel on {a_gpu} **{gpu}** (compute capability {cc}) uses **{threads}-thread "
                "blocks** and no shared memory. What is the largest number of registers per "
                "thread that still lets **at least {warps} warps** be resident on each SM?\n\n"
                "Answer with a whole number of **registers per thread** in `max_registers`. "
@@ -571,7 +571,7 @@ QUESTIONS = (
         name="best_config",
         points=1,
         title="More warps or more loads in flight?",
-        prompt="A streaming kernel on an **{gpu}** (256-thread blocks, 4-byte loads, 600 ns "
+        prompt="A streaming kernel on {a_gpu} **{gpu}** (256-thread blocks, 4-byte loads, 600 ns "
                "loaded latency) can be compiled four ways. {versions}. Which one does the "
                "latency model predict reaches the highest bandwidth?\n\n"
                "Answer with one letter, `\"A\"`, `\"B\"`, `\"C\"` or `\"D\"`, in "

@@ -354,7 +354,7 @@ QUESTIONS = (
         name="tile_for_ridge",
         points=2,
         title="The smallest tile past the ridge",
-        prompt="An 8192 × 8192 × 8192 FP32 GEMM runs on the CUDA cores of an **{gpu}** "
+        prompt="An 8192 × 8192 × 8192 FP32 GEMM runs on the CUDA cores of {a_gpu} **{gpu}** "
                "({peak} TFLOP/s FP32, {bandwidth} GB/s) with square tiles, DRAM traffic as in "
                "`07.tiled_gemm_bytes`. What is the smallest tile width T (any whole number) for "
                "which the kernel's arithmetic intensity reaches the FP32 ridge point, so that "
@@ -392,7 +392,7 @@ QUESTIONS = (
         name="register_block",
         points=1,
         title="Register blocking against shared memory",
-        prompt="An FP32 GEMM kernel on an **{gpu}** ({lanes} FP32 lanes per SM, one FMA each "
+        prompt="An FP32 GEMM kernel on {a_gpu} **{gpu}** ({lanes} FP32 lanes per SM, one FMA each "
                "per cycle; shared memory serves 32 banks × 4 bytes per cycle per SM) gives each "
                "thread an r × r patch of C. Per step along k a thread loads r values of A and r "
                "of B from shared memory and does r² FMAs. What is the smallest r for which "

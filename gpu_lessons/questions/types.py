@@ -259,12 +259,15 @@ class Question:
         return values
 
     def fields(self, params: Mapping | None = None) -> dict:
-        """The prompt's template fields for ``params``: display texts, then derived ones."""
+        """The prompt's template fields for ``params``: display texts, each parameter's
+        indefinite article (``{a_gpu} **{gpu}**`` -> ``a V100 SXM2``, ``an H100 SXM5``), then
+        derived ones."""
         base = self.template or self
         values = base.resolve(params)
         texts = {v.name: v.text(values[v.name]) for v in base.vary}
         if base.derive is not None:
             texts.update({k: str(x) for k, x in base.derive(**values).items()})
+        texts.update({f"a_{name}": article(text) for name, text in list(texts.items())})
         return texts
 
     def bind(self, params: Mapping | None = None) -> Question:
@@ -308,6 +311,20 @@ class Question:
 
 
 # -- binding ---------------------------------------------------------------------------------
+
+def article(text: str) -> str:
+    """"a" or "an" before ``text`` as it is read aloud: a vowel sound, or a letter name that
+    starts with one (an H100, an RTX 4090, an L4, an 8-byte load), takes "an"."""
+    word = text.lstrip("*`_ ").split(" ", 1)[0]
+    if not word:
+        return "a"
+    head = word[0]
+    if head.isdigit():
+        return "an" if word.startswith(("8", "11", "18")) and not word.startswith("1,") else "a"
+    letters = word.isupper() or any(ch.isdigit() for ch in word)   # an initialism or a model
+    vowel_letters = "AEFHILMNORSX" if letters else "AEIOU"
+    return "an" if head.upper() in vowel_letters else "a"
+
 
 def _render(text: str, fields: Mapping[str, str]) -> str:
     return string.Formatter().vformat(text, (), fields) if text else text

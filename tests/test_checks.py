@@ -18,6 +18,7 @@ from nbclient import NotebookClient
 from gpu_lessons import checks
 from gpu_lessons.checks import (
     CheckFailed,
+    Choice,
     Function,
     Mistake,
     Number,
@@ -645,3 +646,50 @@ def test_observe_strips_subclasses():
     assert observe(...) == {"kind": "ellipsis"}
     assert observe([1, 2.5])["kind"] == "seq"
     assert observe(object())["kind"] == "other"
+
+
+# -- every variant keeps the guarantees ------------------------------------------------------
+
+def _forms_of(x: float) -> set[str]:
+    """Ways a reference could be printed; small whole numbers (below 100) are prose."""
+    if float(x).is_integer() and abs(x) < 100:
+        return set()
+    forms = {repr(x), f"{x:.3g}", f"{x:.4g}", f"{x:.5g}", f"{x:g}", f"{x:,.0f}", f"{x:.2f}"}
+    return {f for f in forms if len(f.replace(".", "").replace(",", "").strip("0")) >= 2}
+
+
+@pytest.mark.parametrize("q", [q for q in TEMPLATES if q.variants > 1], ids=lambda q: q.id)
+def test_named_mistakes_of_other_variants_are_named_and_never_print_the_answer(q):
+    """The guarantees of the lesson's own numbers, for eight variants of every question: each
+    named mistake is reported by its name (or an earlier one that gives the same answer),
+    and no feedback prints the expected value."""
+    for params in list(audit.variants(q))[1:9]:
+        bound = q.bind(params)
+        spec = bound.answer
+        keys = [m.key for m in spec.mistakes]
+        if isinstance(spec, Number):
+            ref = spec.reference()
+            for m in spec.mistakes:
+                if m.value is None:
+                    continue
+                alt = m.value(ref) if callable(m.value) else m.value
+                if alt is None:
+                    continue
+                r = evaluate(bound, alt)
+                assert r.status == checks.WRONG, (params, m.key)
+                assert r.mistake in [*keys[:keys.index(m.key) + 1], "units", "sign"], \
+                    (params, m.key, r.mistake)
+                assert not any(re.search(rf"(?<![\w.,]){re.escape(f)}(?![\w])", r.message)
+                               for f in _forms_of(ref)), (params, r.message)
+        elif isinstance(spec, Choice):
+            right = spec.reference()
+            for m in spec.mistakes:
+                wrong = m.value() if callable(m.value) else m.value
+                if wrong is None:
+                    continue
+                r = evaluate(bound, wrong)
+                assert r.mistake == m.key, (params, m.key, r.mistake)
+                assert repr(right) not in r.message, (params, r.message)
+        else:
+            for m in spec.mistakes:
+                assert evaluate(bound, m.value()).mistake == m.key, (params, m.key)

@@ -63,9 +63,13 @@ def _grade_arguments(parser) -> None:
     parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
                         help="regex on the path under SUBMISSIONS; its first non-empty group "
                              "is the student id")
-    parser.add_argument("--puzzle", action="append", default=[], metavar="ID=NAME[:POINTS]",
-                        help="also grade puzzle ID from the kernel function NAME each notebook "
-                             "defines (repeat for more puzzles; POINTS default 1)")
+    puzzles = parser.add_mutually_exclusive_group()
+    puzzles.add_argument("--puzzle", action="append", default=[], metavar="ID[=NAME][:POINTS]",
+                         help="grade these kernel puzzles instead of the chapter's: puzzle ID "
+                              "from the kernel function NAME (default: ID_kernel), worth "
+                              "POINTS (default 1); repeat for more")
+    puzzles.add_argument("--no-puzzles", action="store_true",
+                         help="grade the questions only, not the chapter's kernel puzzles")
     parser.add_argument("--memory", type=int, default=None, metavar="MIB",
                         help="address space each sandboxed process may use (default: 4096)")
     parser.add_argument("--no-sandbox", action="store_true",
@@ -98,21 +102,38 @@ def _questions_for(args):
     return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
 
 
-def _puzzles(specs: list[str]):
+def _puzzles(args):
+    """The puzzles to grade: None for the chapter's own, () for none, or those named."""
+    if getattr(args, "no_puzzles", False):
+        return ()
+    if not args.puzzle:
+        return None
     from .grading.plan import Puzzle
 
     found = []
-    for spec in specs:
-        ident, sep, rest = spec.partition("=")
-        name, _, points = rest.partition(":")
-        if not sep or not ident or not name.isidentifier():
-            raise ValueError(f"--puzzle {spec!r}: expected ID=NAME or ID=NAME:POINTS, "
-                             f"e.g. transpose=transpose_kernel:2")
+    for spec in args.puzzle:
+        head, _, points = spec.partition(":")
+        ident, sep, name = head.partition("=")
+        name = name if sep else f"{ident}_kernel"
+        if not ident or not name.isidentifier():
+            raise ValueError(f"--puzzle {spec!r}: expected ID, ID=NAME or ID=NAME:POINTS, "
+                             f"e.g. transpose or transpose=my_kernel:2")
         try:
-            found.append(Puzzle(ident, name, float(points) if points else 1.0))
+            value = float(points) if points else 1.0
         except ValueError:
             raise ValueError(f"--puzzle {spec!r}: POINTS must be a number") from None
+        found.append(Puzzle(ident, name, value, _choices(ident)))
     return tuple(found)
+
+
+def _choices(puzzle_id: str) -> tuple[str, ...]:
+    """The launch choices the puzzle leaves to the learner (none if it is not known here)."""
+    try:
+        from .puzzles import find
+
+        return tuple(find(puzzle_id).choices)
+    except (ImportError, ValueError):
+        return ()
 
 
 def _grade(args) -> int:
@@ -135,7 +156,7 @@ def _grade(args) -> int:
                        feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
                        timeout=args.timeout, seed=args.seed, kernel=args.kernel,
                        id_pattern=args.id_pattern, questions_for=questions_for,
-                       puzzles=_puzzles(args.puzzle), sandbox=not args.no_sandbox,
+                       puzzles=_puzzles(args), sandbox=not args.no_sandbox,
                        limits=limits, progress=show)
     except SandboxUnavailable as exc:
         print(f"gpu-lessons grade: {exc}", file=sys.stderr)

@@ -122,7 +122,7 @@ def run(tmp_path_factory):
         chapter5_samples(mp)
         start = time.monotonic()
         rc = cli.main(["grade", str(folder), "--chapter", "5", "--out", str(out),
-                       "--feedback", str(feedback), "--jobs", "2",
+                       "--feedback", str(feedback), "--jobs", "2", "--no-puzzles",
                        "--cell-timeout", str(CELL_TIMEOUT), "--timeout", str(NOTEBOOK_TIMEOUT)])
         elapsed = time.monotonic() - start
         survivors = leftovers(marker)
@@ -133,7 +133,7 @@ def run(tmp_path_factory):
         for name in HONEST:
             shutil.copy(SUBMISSIONS / name, alone_dir / name)
         alone = grade(alone_dir, chapter=5, jobs=2, cell_timeout=CELL_TIMEOUT,
-                      timeout=NOTEBOOK_TIMEOUT)
+                      timeout=NOTEBOOK_TIMEOUT, puzzles=())
     data = json.loads(written[out.with_suffix(".json")])
     with open(out, newline="", encoding="utf-8") as f:
         table = list(csv.reader(f))
@@ -223,7 +223,7 @@ def test_one_feedback_file_per_student(run):
     good = (run.feedback / "good.md").read_text("utf-8")
     assert "**5 / 5 points**" in good and "correct on all" in good
     edited = (run.feedback / "edited.md").read_text("utf-8")
-    assert "sparse" in edited and "question 05.ridge_h100: not correct (0 points)" in edited
+    assert "sparse" in edited and "## Question 05.ridge_h100 — not correct (0 points)" in edited
     assert "295" not in edited  # the feedback never gives the answer
 
 
@@ -356,6 +356,29 @@ def test_forged_or_flooded_results_are_invalid(run, name, why):
     assert why in row["reason"] and "nothing from it was graded" in row["reason"]
 
 
+@needs_sandbox
+def test_interrupted_run_kills_its_sandboxes_and_writes_what_it_has(tmp_path, monkeypatch):
+    chapter5_samples(monkeypatch)
+    marker = f"gpu-lessons-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv(sandbox.MARKER_VARIABLE, marker)
+    shutil.copy(SUBMISSIONS / "sigint_05.ipynb", tmp_path / "a_05.ipynb")
+    (tmp_path / "b_05.ipynb").write_text("{oops")
+    out = tmp_path / "out" / "grades.csv"
+
+    def interrupt(row):  # the invalid notebook's row comes first: Ctrl-C then
+        time.sleep(2)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade(tmp_path, chapter=5, out=out, jobs=2, timeout=NOTEBOOK_TIMEOUT, puzzles=(),
+              progress=interrupt)
+    assert leftovers(marker) == []
+    rows = {r["file"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["b_05.ipynb"]["status"] == "invalid notebook"
+    assert rows["a_05.ipynb"]["status"] == "not graded"
+    assert "interrupted" in rows["a_05.ipynb"]["reason"]
+
+
 # -- without a sandbox ---------------------------------------------------------------------------------
 
 def test_no_sandbox_grades_trusted_notebooks(tmp_path, monkeypatch, capsys):
@@ -364,6 +387,7 @@ def test_no_sandbox_grades_trusted_notebooks(tmp_path, monkeypatch, capsys):
         shutil.copy(SUBMISSIONS / name, tmp_path / name)
     out = tmp_path / "g" / "grades.csv"
     assert cli.main(["grade", str(tmp_path), "--out", str(out), "--no-sandbox", "--jobs", "2",
+                     "--no-puzzles",
                      "--cell-timeout", str(CELL_TIMEOUT), "--timeout",
                      str(NOTEBOOK_TIMEOUT)]) == 0
     assert "--no-sandbox: without a sandbox" in capsys.readouterr().err
@@ -373,30 +397,55 @@ def test_no_sandbox_grades_trusted_notebooks(tmp_path, monkeypatch, capsys):
 
 # -- puzzles ----------------------------------------------------------------------------------------
 
+def worked_kernel(name: str) -> str:
+    """A worked kernel's source from solutions/puzzle_kernels.py (with what it sets above it)."""
+    import ast
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "puzzle_kernels.py"
+    text = path.read_text("utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise LookupError(name)
+
+
 @needs_sandbox
-def test_puzzle_kernel_source_reaches_its_own_sandbox(tmp_path, monkeypatch):
-    """The plumbing for puzzle answers: the probe sends the kernel's source and the numbers it
-    names, a second sandbox evaluates it.  Until gpu_lessons.puzzles exists in this install,
-    that sandbox reports it cannot grade puzzles, which is what this checks."""
+def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(tmp_path):
+    """The probe sends each kernel's source, the numbers it names and the launch it chose; a
+    second sandbox validates and judges it with gpu_lessons.puzzles."""
     import nbformat
 
     from gpu_lessons.grading import Puzzle
 
-    if importlib.util.find_spec("gpu_lessons.puzzles") is not None:
-        pytest.skip("gpu_lessons.puzzles exists: tests/test_grade_puzzles.py covers it")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "TILE = 32\n\ndef transpose_kernel(t, a, out, n):\n"
-        "    i = t.block_idx.x * TILE + t.thread_idx.x\n    out[i] = a[i]\n")])
-    nbformat.write(nb, tmp_path / "ann_05.ipynb")
-    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "ben_05.ipynb")
-    grades = grade(tmp_path, questions_for=lambda s: (), jobs=2,
-                   puzzles=(Puzzle("transpose", "transpose_kernel", 2),),
-                   cell_timeout=CELL_TIMEOUT, timeout=NOTEBOOK_TIMEOUT)
-    ann, ben = grades.rows
-    assert grades.columns == ("puzzle:transpose",) and ann.max == 2
-    assert ann.status == "ok" and ann.points == {"puzzle:transpose": 0.0}
-    assert "puzzle grading is not available in this install" in ann.feedback["puzzle:transpose"]
-    assert ben.feedback["puzzle:transpose"].startswith("… puzzle transpose: not attempted")
+    def notebook(name, *cells):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        nbformat.write(nb, tmp_path / name)
+
+    occupancy = worked_kernel("occupancy_kernel")
+    notebook("ann_02.ipynb", "import numpy as np", worked_kernel("map_kernel"),
+             "BLOCK = 256", occupancy)
+    notebook("ben_02.ipynb", "OFFSET = 1\n\ndef map_kernel(t, a, out):\n"
+             "    i = t.thread_idx.x\n    out[i] = a[i] + OFFSET\n",
+             "BLOCK = 1024", occupancy)
+    notebook("cat_02.ipynb", "def map_kernel(t, a, out):\n    import os\n"
+             "    out[t.thread_idx.x] = a[t.thread_idx.x] + 10\n",
+             "def occupancy_kernel(t, x, out, n):\n    raise NotImplementedError\n")
+    grades = grade(tmp_path, questions_for=lambda s: (), jobs=2, cell_timeout=CELL_TIMEOUT,
+                   timeout=NOTEBOOK_TIMEOUT,
+                   puzzles=(Puzzle("map", "map_kernel", 2),
+                            Puzzle("occupancy", "occupancy_kernel", 3, ("block",))))
+    ann, ben, cat = grades.rows
+    assert grades.columns == ("puzzle:map", "puzzle:occupancy")
+    assert (ann.status, ann.points, ann.max) == ("ok", {"puzzle:map": 2, "puzzle:occupancy": 3}, 5)
+    assert ann.feedback["puzzle:map"].startswith("✓")
+    assert ben.points == {"puzzle:map": 0, "puzzle:occupancy": 0}
+    # a wrong element (OFFSET = 1 arrived with the source), a block size the learner chose
+    # that keeps too few warps resident, a construct outside the kernel language, a stub
+    assert ben.feedback["puzzle:map"].startswith("✗ map: out[0] is")
+    assert "occupancy on an H100 (CC 9.0): 50 %" in ben.feedback["puzzle:occupancy"]
+    assert "line 2: `import os` is not part of the kernel language" in cat.feedback["puzzle:map"]
+    assert cat.feedback["puzzle:occupancy"].startswith("… occupancy: not attempted")
+    assert cat.reason == "not attempted: puzzle:occupancy"
 
 
 def test_the_submissions_on_disk_are_what_make_submissions_writes(tmp_path):

@@ -247,8 +247,9 @@ def test_feedback_files_one_per_student(tmp_path):
     names = sorted(p.name for p in (tmp_path / "fb").iterdir())
     assert names == ["ann-2.md", "ann.md", "etc_passwd.md"] and len(written) == 5
     text = (tmp_path / "fb" / "ann.md").read_text("utf-8")
-    assert "**2 / 3 points**" in text and "question 05.x: correct (2 points)" in text
-    assert "puzzle `reduce`: not correct" in text and "&lt;b&gt;race&lt;/b&gt;" in text
+    assert "**2 / 3 points**" in text and "## Question 05.x — correct (2 points)" in text
+    assert "## Puzzle `reduce` — not correct (0 points)" in text
+    assert "&lt;b&gt;race&lt;/b&gt;" in text
     assert "not attempted" in (tmp_path / "fb" / "ann-2.md").read_text("utf-8")
 
 
@@ -376,16 +377,32 @@ def test_bad_arguments_are_refused_before_running_anything(tmp_path, monkeypatch
         grade(tmp_path, chapter=5, puzzles=["transpose"])
     monkeypatch.setattr("gpu_lessons.questions.load", lambda number: ())
     with pytest.raises(ValueError, match="no questions to grade"):
-        grade(tmp_path, chapter=7)
+        grade(tmp_path, chapter=7, puzzles=())
     assert cli.main(["grade", str(tmp_path / "missing")]) == 2
 
 
-def test_puzzle_option_parsing():
-    assert cli._puzzles(["transpose=my_kernel", "reduce=k2:3"]) == (
-        plan.Puzzle("transpose", "my_kernel", 1.0), plan.Puzzle("reduce", "k2", 3.0))
-    for bad in ("transpose", "=k", "t=not a name", "t=k:many"):
+def test_puzzle_options():
+    from types import SimpleNamespace as Args
+
+    assert cli._puzzles(Args(puzzle=[], no_puzzles=False)) is None  # the chapter's own
+    assert cli._puzzles(Args(puzzle=[], no_puzzles=True)) == ()
+    assert cli._puzzles(Args(puzzle=["transpose=my_kernel", "reduce:3", "occupancy"],
+                             no_puzzles=False)) == (
+        plan.Puzzle("transpose", "my_kernel", 1.0), plan.Puzzle("reduce", "reduce_kernel", 3.0),
+        plan.Puzzle("occupancy", "occupancy_kernel", 1.0, ("block",)))
+    for bad in ("=k", "t=not a name", "t=k:many"):
         with pytest.raises(ValueError, match="--puzzle"):
-            cli._puzzles([bad])
+            cli._puzzles(Args(puzzle=[bad], no_puzzles=False))
+
+
+def test_each_chapter_grades_its_own_puzzles():
+    from gpu_lessons import puzzles
+
+    assert plan.chapter_puzzles(1) == () and plan.chapter_puzzles(9) == ()
+    five = plan.chapter_puzzles(5)
+    assert [p.id for p in five] == [p.id for p in puzzles.puzzles(5)] and five
+    assert all(p.name == f"{p.id}_kernel" and p.points == 1 for p in five)
+    assert [p.choices for p in plan.chapter_puzzles(6) if p.id == "occupancy"] == [("block",)]
 
 
 def test_refused_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):

@@ -60,9 +60,10 @@ def feedback_text(row: Row, chapter: int | None) -> str:
         lines += [f"Note: {_md(row.reason)}", ""]
     for column, message in row.feedback.items():
         got = row.points.get(column, 0.0)
-        name = f"puzzle `{_md(column.split(':', 1)[1])}`" if column.startswith("puzzle:") \
-            else f"question {_md(column)}"
-        lines += [f"## {name}: {_verdict(message)} ({got:g} points)", "", _md(message), ""]
+        name = f"Puzzle `{_md(column.split(':', 1)[1])}`" if column.startswith("puzzle:") \
+            else f"Question {_md(column)}"
+        points = f"{got:g} point" + ("" if got == 1 else "s")
+        lines += [f"## {name} — {_verdict(message)} ({points})", "", _md(message), ""]
     return "\n".join(lines)
 
 

@@ -25,15 +25,31 @@ PROBE_MARK = "# gpu-lessons grader probe"
 @dataclass(frozen=True)
 class Puzzle:
     """A puzzle graded from a notebook: the kernel function named ``name`` answers puzzle ``id``
-    (an id of ``gpu_lessons.puzzles``).  Its column in the grades is ``puzzle:<id>``."""
+    (an id of ``gpu_lessons.puzzles``).  ``choices``: the launch parameters the learner picks,
+    each read from the notebook's variable of that name in capitals (``block`` from
+    ``BLOCK = 256``).  Its column in the grades is ``puzzle:<id>``."""
 
     id: str
     name: str
     points: float = 1.0
+    choices: tuple[str, ...] = ()
 
     @property
     def column(self) -> str:
         return f"puzzle:{self.id}"
+
+
+def chapter_puzzles(chapter: int | None, points: float = 1.0) -> tuple[Puzzle, ...]:
+    """The kernel puzzles that end ``chapter``'s exercise notebook (none where there are none,
+    or where this install has no ``gpu_lessons.puzzles``)."""
+    try:
+        from .. import puzzles
+    except ImportError:
+        return ()
+    if chapter is None or not 2 <= int(chapter) <= 8:
+        return ()
+    return tuple(Puzzle(p.id, p.kernel_name, points, tuple(p.choices))
+                 for p in puzzles.puzzles(int(chapter)))
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,7 @@ class Plan:
     cases: dict
     puzzles: tuple[Puzzle, ...]
     nonce: str
+    seed: int | str = 0
 
     @classmethod
     def make(cls, questions, seed, puzzles=()) -> Plan:
@@ -51,7 +68,7 @@ class Plan:
 
         cases = {q.id: q.answer.make_cases(q.id, seed=f"grade:{seed}")
                  for q in questions if isinstance(q.answer, Function)}
-        plan = cls(tuple(questions), cases, tuple(puzzles), secrets.token_hex(16))
+        plan = cls(tuple(questions), cases, tuple(puzzles), secrets.token_hex(16), seed)
         plan.warm_up()
         return plan
 
@@ -90,7 +107,8 @@ class Plan:
             return {"id": q.id, "name": q.name, "cases": self.cases.get(q.id)}
 
         quick = [entry(q) for q in self.questions if q.id not in self.cases]
-        quick += [{"id": p.column, "name": p.name, "kind": "kernel"} for p in self.puzzles]
+        quick += [{"id": p.column, "name": p.name, "kind": "kernel",
+                   "choices": [c.upper() for c in p.choices]} for p in self.puzzles]
         functions = [[entry(q)] for q in self.questions if q.id in self.cases]
         return ([quick] if quick else []) + functions
 

@@ -112,32 +112,40 @@ def probe(function, cases):
     return outputs
 
 
-def kernel_answer(function, namespace):
+def kernel_answer(function, namespace, choices=()):
     """A puzzle kernel as data: its source text and the plain numbers it uses by name.
 
     A kernel is one self-contained function, so its source plus the ``int``/``float``/``bool``
     globals it names (``TILE = 16``) is everything needed to run it elsewhere.  Anything else
     it names (NumPy, the simulator) is provided by the puzzle, not by this notebook.
+    ``choices``: names of launch choices the notebook sets (``BLOCK``), sent when plain numbers.
     """
     if not inspect.isfunction(function):
         return observe(function)
+    chosen = _plain_numbers(namespace, choices)
     try:
         source = inspect.getsource(function)
     except (OSError, TypeError):
-        return {"kind": "kernel", "name": function.__name__, "source": None, "globals": {}}
+        return {"kind": "kernel", "name": function.__name__, "source": None, "globals": {},
+                "choices": chosen}
     names, codes = set(), [function.__code__]
     while codes:
         code = codes.pop()
         names.update(code.co_names)
         codes.extend(c for c in code.co_consts if inspect.iscode(c))
-    plain = {}
-    for name in sorted(names):
-        value = namespace.get(name)
-        if type(value) in (int, float, bool) and len(plain) < 100:
-            plain[name] = value
     return {"kind": "kernel", "name": str.__str__(function.__name__)[:MAX_REPR],
             "source": source[:MAX_SOURCE], "truncated": len(source) > MAX_SOURCE,
-            "globals": plain}
+            "globals": _plain_numbers(namespace, sorted(names)), "choices": chosen}
+
+
+def _plain_numbers(namespace, names):
+    """The ``int``/``float``/``bool`` values (exactly those types) ``namespace`` has for ``names``."""
+    found = {}
+    for name in names:
+        value = namespace.get(name)
+        if type(value) in (int, float, bool) and len(found) < 100:
+            found[name] = value
+    return found
 
 
 def read_answer(namespace, item):
@@ -147,7 +155,7 @@ def read_answer(namespace, item):
         return {"kind": "missing"}
     answer = namespace[name]
     if item.get("kind") == "kernel":
-        return kernel_answer(answer, namespace)
+        return kernel_answer(answer, namespace, item.get("choices") or ())
     if item.get("cases") is not None and callable(answer):
         return {"kind": "function", "outputs": probe(answer, item["cases"])}
     return observe(answer)

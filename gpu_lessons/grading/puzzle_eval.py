@@ -6,12 +6,12 @@ kernel for grading (the learner could have patched the simulator there) nor in t
 process (it is the learner's code).  :func:`evaluate_kernels` starts a fresh sandbox that
 receives only those sources, and in it :func:`main`
 
-1. checks each source with ``gpu_lessons.kernel_lang.validate`` (the kernel language: no
-   imports, no ``_`` attributes, only the documented ``t.`` API, a whitelist of ``np.`` names
-   and builtins), so what runs next cannot reach the simulator's internals;
-2. defines the function from the source, with NumPy and the named numbers;
-3. runs ``gpu_lessons.puzzles.evaluate(puzzle_id, kernel)`` and reports ``passed``,
-   ``correct`` and the puzzle checker's ``message``, one JSON line each.
+1. runs ``gpu_lessons.puzzles.evaluate(puzzle_id, source, constants=..., **choices)``, which
+   checks the source with the kernel language (``gpu_lessons.kernel_lang``: no imports, no
+   ``_`` attributes, only the documented ``t.`` API, a whitelist of ``np.`` names and
+   builtins), defines it in a namespace holding only NumPy, the named numbers and the
+   language's builtins, and judges it on the puzzle's cases and budgets;
+2. reports ``passed``, ``correct`` and the puzzle checker's ``message``, one JSON line each.
 
 The grader reads those lines back like any sandbox output: bounded, and checked.
 """
@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import textwrap
+import zlib
 
 from .plan import Plan
 
@@ -47,13 +48,16 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
         elif answer.get("truncated"):
             report.puzzles[p.column] = _failed(p.id, f"`{p.name}` is too long to grade")
         else:
+            chosen = answer.get("choices") or {}
             todo.append({"id": p.column, "puzzle": p.id, "name": answer["name"],
-                         "source": answer["source"], "globals": answer.get("globals") or {}})
+                         "source": answer["source"], "globals": answer.get("globals") or {},
+                         "choices": {c: chosen[c.upper()] for c in p.choices
+                                     if c.upper() in chosen}})
     if not todo:
         return
     proc = Process([sys.executable, "-I", "-m", __name__], sandbox=sandbox, limits=limits,
                    uid=uid, max_total=4 * 2**20, max_line=64 * 1024)
-    outcome = proc.run(json.dumps({"answers": todo}).encode(),
+    outcome = proc.run(json.dumps({"answers": todo, "seed": puzzle_seed(plan.seed)}).encode(),
                        timeout or 30 + PER_KERNEL_S * len(todo))
     wanted = {item["id"] for item in todo}
     seen = {}
@@ -75,6 +79,12 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
             report.puzzles[item["id"]] = _failed(item["puzzle"], f"not evaluated: {why}")
 
 
+def puzzle_seed(seed) -> int:
+    """The puzzles' input seed (an int >= 0) from the run's ``--seed`` (any text): the grader
+    tries kernels on inputs a learner's own check never drew (their check uses seed 0)."""
+    return zlib.crc32(f"grade:{seed}".encode())
+
+
 def _failed(puzzle_id: str, why: str) -> dict:
     return {"event": "puzzle", "passed": False, "correct": False,
             "message": f"✗ puzzle {puzzle_id}: {why}"}
@@ -82,27 +92,17 @@ def _failed(puzzle_id: str, why: str) -> dict:
 
 # -- inside the sandbox ----------------------------------------------------------------------
 
-def _evaluate_one(item: dict) -> dict:
+def _evaluate_one(item: dict, seed: int) -> dict:
+    """Let the puzzle judge one kernel's source (inside the sandbox).  ``evaluate`` turns the
+    text into a function with ``kernel_lang.compile_kernel``, which validates it first."""
     try:
-        from gpu_lessons import kernel_lang, puzzles
+        from gpu_lessons import puzzles
     except ImportError as exc:
         return {"passed": False, "correct": False,
                 "message": f"✗ puzzle {item['puzzle']}: puzzle grading is not available in this "
                            f"install ({exc})"}
-    source = textwrap.dedent(item["source"])
-    try:
-        kernel_lang.validate(source)
-    except ValueError as exc:  # KernelLanguageError names the construct and the line
-        return {"passed": False, "correct": False, "message": f"✗ puzzle {item['puzzle']}: {exc}"}
-    import numpy as np
-
-    namespace = {"np": np, **item["globals"]}
-    exec(compile(source, f"<{item['name']}>", "exec"), namespace)  # validated above
-    kernel = namespace.get(item["name"])
-    if not callable(kernel):
-        return {"passed": False, "correct": False,
-                "message": f"✗ puzzle {item['puzzle']}: the source defines no `{item['name']}`"}
-    result = puzzles.evaluate(item["puzzle"], kernel)
+    result = puzzles.evaluate(item["puzzle"], textwrap.dedent(item["source"]),
+                              constants=dict(item["globals"]), seed=seed, **item["choices"])
     return {"passed": bool(result.passed), "correct": bool(result.correct),
             "message": str(result.message)[:4000]}
 
@@ -119,10 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = os.fdopen(int(argv[0]), "w", encoding="utf-8")
     signal.signal(signal.SIGALRM, _alarm)
-    for item in json.loads(sys.stdin.buffer.read())["answers"]:
+    task = json.loads(sys.stdin.buffer.read())
+    for item in task["answers"]:
         signal.alarm(PER_KERNEL_S)
         try:
-            result = _evaluate_one(item)
+            result = _evaluate_one(item, task["seed"])
         except Exception as exc:  # the kernel raised outside the puzzle's own checks
             result = {"passed": False, "correct": False,
                       "message": f"✗ puzzle {item['puzzle']}: {type(exc).__name__}: {exc}"[:2000]}

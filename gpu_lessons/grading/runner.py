@@ -28,10 +28,12 @@ from .. import _validate
 from . import output
 from . import sandbox as _sandbox
 from . import submissions as _subs
-from .plan import Plan, Puzzle
+from .plan import Plan, Puzzle, chapter_puzzles
 from .results import CRASHED, INVALID, NOT_GRADED, Grades, Row
 from .rows import Report, make_row, status_and_reason
 from .submissions import DEFAULT_ID_PATTERN
+
+INTERRUPTED = "the grading run was interrupted before this notebook was graded"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -49,7 +51,7 @@ NO_SANDBOX_RISKS = (
 def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
           cell_timeout: float = 60, timeout: float = 600, seed: int | str = 0,
           kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
-          questions_for: Callable[[str], tuple] | None = None, puzzles=(),
+          questions_for: Callable[[str], tuple] | None = None, puzzles=None,
           sandbox: bool = True, limits: _sandbox.Limits | None = None,
           progress: Callable[[Row], None] | None = None) -> Grades:
     """Grade every ``*.ipynb`` under ``submissions`` (a folder, or a list of notebook paths).
@@ -61,7 +63,8 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     seconds per cell (then SIGINT) and per notebook (then the sandbox is killed).  ``seed``
     picks the inputs function answers are tried on.  ``questions_for(student_id)`` returns
     that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
-    whose kernels to collect and judge.  ``sandbox=False`` runs notebooks without a sandbox
+    whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
+    for none).  ``sandbox=False`` runs notebooks without a sandbox
     (see ``NO_SANDBOX_RISKS``).  ``progress(row)`` is called as each row is done.
     """
     from ..questions import chapter_number, load
@@ -77,12 +80,12 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     except re.error as exc:
         raise ValueError(f"id_pattern={id_pattern!r} is not a valid regular expression: "
                          f"{exc}") from None
-    puzzles = tuple(puzzles)
-    if not all(isinstance(p, Puzzle) for p in puzzles):
-        raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
     if chapter is not None or questions_for is None:
         chapter = chapter_number(chapter if chapter is not None
                                  else _subs.chapter_from(paths))
+    puzzles = chapter_puzzles(chapter) if puzzles is None else tuple(puzzles)
+    if not all(isinstance(p, Puzzle) for p in puzzles):
+        raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
     if questions_for is None:
         if not load(chapter) and not puzzles:
             raise ValueError(f"chapter {chapter:02d} has no questions to grade yet")
@@ -106,6 +109,8 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
         try:
             return run.grade_one(path, _subs.clean_path(rel), student)
         except Exception as exc:  # never lose a row to a grader bug
+            if run.stopped:
+                return _plain_row(run, rel, student, NOT_GRADED, INTERRUPTED)
             return _plain_row(run, rel, student, CRASHED,
                               f"grader error: {type(exc).__name__}: {exc}")
 
@@ -127,7 +132,7 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
                 else:
                     rel = path.relative_to(root).as_posix()
                     rows[str(path)] = _plain_row(run, rel, _subs.student_id(rel, pattern),
-                                                 NOT_GRADED, "the grading run was interrupted")
+                                                 NOT_GRADED, INTERRUPTED)
         grades = _collect(chapter, paths, rows)
         if out is not None:
             grades.write(out, feedback=feedback)
@@ -176,6 +181,8 @@ class _Run:
                                    sandbox=self.sandbox, limits=self._limits(), uid=uid,
                                    files={"submission.ipynb": path})
             outcome = self._run(proc, work_plan)
+            if self._stopped:  # killed by Ctrl-C, not by its own doing
+                raise RuntimeError("grading was interrupted")
             report = Report.read(outcome.lines, plan, len(cells))
             status, reason = status_and_reason(report, outcome, self.cell_timeout, self.timeout,
                                                self.limits.processes)
@@ -207,6 +214,10 @@ class _Run:
         finally:
             with self._lock:
                 self._running.discard(proc)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def stop(self) -> None:
         with self._lock:

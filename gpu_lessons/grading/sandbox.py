@@ -111,8 +111,8 @@ def _unavailable() -> str:
             return f"{tool} (util-linux) is missing"
     try:
         probe = subprocess.run(
-            [BWRAP, *_namespace_args(), *_readonly_args(), "--proc", "/proc", "--dev", "/dev",
-             "--", sys.executable, "-I", "-c", "pass"],
+            [BWRAP, *_namespace_args(), *_system_args(), "--proc", "/proc", "--dev", "/dev",
+             *_readonly_args(), "--", sys.executable, "-I", "-c", "pass"],
             stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not start: {exc}"
@@ -153,7 +153,7 @@ def _namespace_args() -> list[str]:
             "--hostname", "sandbox", "--die-with-parent", "--new-session"]
 
 
-def _readonly_args() -> list[str]:
+def _system_args() -> list[str]:
     args: list[str] = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -162,7 +162,14 @@ def _readonly_args() -> list[str]:
             args += ["--ro-bind", d, d]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    made: set[str] = set()
+    return args
+
+
+def _readonly_args() -> list[str]:
+    """Python, the environment and the package, bound after the tmpfs folders are mounted
+    (an environment under /tmp stays visible)."""
+    args: list[str] = []
+    made: set[str] = {"/tmp", WORK}  # already there, with their own permissions
     for p in readonly_paths():
         # bwrap would make the folders above a bound path 0700 (root's only); make them
         # traversable, so the unprivileged user inside can reach what is bound there.
@@ -201,10 +208,11 @@ def bwrap_command(argv: list[str], *, limits: Limits, uid: int | None, env: dict
     copied there; ``uid`` is the user to switch to (None: stay, for a grader that is not root).
     """
     mib = 1024 * 1024
-    cmd = [BWRAP, *_namespace_args(), "--info-fd", str(info_fd), *_readonly_args(),
+    cmd = [BWRAP, *_namespace_args(), "--info-fd", str(info_fd), *_system_args(),
            "--proc", "/proc", "--dev", "/dev",
            "--perms", "1777", "--size", str(limits.tmp_mib * mib), "--tmpfs", "/tmp",
-           "--perms", "0777", "--size", str(limits.work_mib * mib), "--tmpfs", WORK]
+           "--perms", "0777", "--size", str(limits.work_mib * mib), "--tmpfs", WORK,
+           *_readonly_args()]
     for dest, fd in files.items():
         cmd += ["--perms", "0666", "--file", str(fd), dest]
     cmd += ["--chdir", "/", "--clearenv"]

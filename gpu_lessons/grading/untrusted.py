@@ -123,10 +123,11 @@ def _observation(obs, level: int) -> None:
         for out in obs["outputs"]:
             _output(out, level)
         return
-    if kind == "kernel" and keys <= {"name", "source", "truncated", "globals"} \
+    if kind == "kernel" and keys <= {"name", "source", "truncated", "globals", "choices"} \
             and _text(obs.get("name"), 200, empty=True) \
             and (obs.get("source") is None or _text(obs.get("source"), MAX_SOURCE, empty=True)) \
-            and type(obs.get("truncated", False)) is bool and _globals(obs.get("globals")):
+            and type(obs.get("truncated", False)) is bool and _globals(obs.get("globals")) \
+            and _globals(obs.get("choices", {})):
         return
     raise Invalid("a malformed answer")
 

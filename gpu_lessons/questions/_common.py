@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._format import si
 from ..hardware import gpu
 from ..occupancy import compute_capability
 from .types import Vary
@@ -24,6 +25,4 @@ def max_threads_per_sm(key: str) -> int:
 
 def tbs(bytes_per_s: float) -> str:
     """A bandwidth as a datasheet prints it: ``4.8 TB/s``, ``900 GB/s``."""
-    if bytes_per_s >= 1e12:
-        return f"{bytes_per_s / 1e12:.3g} TB/s"
-    return f"{bytes_per_s / 1e9:,.0f} GB/s"
+    return si(bytes_per_s, "B/s")

@@ -444,6 +444,24 @@ def test_each_student_gets_the_questions_questions_for_returns(tmp_path):
     assert line["05.axpy_bound"] == "" and line["05.ridge_h100"] == "0"
 
 
+def test_a_student_questions_for_refuses_is_not_graded(tmp_path):
+    """A roster check lives in questions_for: it raises for an unknown student, whose row then
+    says so (and nothing of theirs runs)."""
+    from gpu_lessons.grading import grade
+
+    def questions_for(student):
+        if student != "ann":
+            raise ValueError(f"student {student!r} is not on the roster")
+        return chapter5()
+
+    for who in ("ann", "eve"):
+        (tmp_path / f"{who}_05.ipynb").write_text("{oops")
+    ann, eve = grade(tmp_path, questions_for=questions_for, sandbox=False).rows
+    assert (ann.status, ann.max) == ("invalid notebook", 5)
+    assert (eve.status, eve.max, eve.points) == ("not graded", 0, {})
+    assert eve.reason == "no questions for this student: student 'eve' is not on the roster"
+
+
 def test_references_are_computed_before_the_sandbox_starts(tmp_path, monkeypatch):
     from gpu_lessons.grading import grade, sandbox
     from gpu_lessons.questions.types import Number, Question
@@ -487,3 +505,23 @@ def test_old_import_path_still_works():
     from gpu_lessons.grading import runner
 
     assert old.grade is runner.grade and "ok" in old.STATUSES
+
+
+def test_worker_passes_on_each_answer_once_and_bounds_its_size():
+    import os
+
+    from gpu_lessons.grading import worker
+
+    r, w = os.pipe()
+    report = worker.Reporter(w)
+    report.answer("05.a", {"kind": "number", "value": 1})
+    report.answer("05.a", {"kind": "number", "value": 2})  # a second channel: ignored
+    report.answer("05.b", {"kind": "seq", "items": [{"kind": "number", "value": 1.5}] * 200_000})
+    report.event(event="end", status="ok")
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        events = [json.loads(line) for line in f]
+    assert [e.get("id") for e in events] == ["05.a", "05.b", None]
+    assert events[0]["observation"]["value"] == 1
+    assert events[1]["observation"]["type"] == "answer too large to grade"
+    assert untrusted.observation(events[1]["observation"])

@@ -171,7 +171,11 @@ class _Run:
         return plan
 
     def grade_one(self, path: Path, file: str, student: str) -> Row:
-        plan = self.plan(student)
+        try:
+            plan = self.plan(student)
+        except (ValueError, LookupError) as exc:  # questions_for refused this student
+            return make_row(Plan((), {}, (), ""), file, student, None, NOT_GRADED,
+                            f"no questions for this student: {exc}")
         cells, problem = _subs.read_notebook(path)
         if problem:
             return make_row(plan, file, student, None, INVALID, problem)

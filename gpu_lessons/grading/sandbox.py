@@ -109,13 +109,19 @@ def _unavailable() -> str:
     for tool in ("prlimit", *(("setpriv",) if os.geteuid() == 0 else ())):
         if _tool(tool) is None:
             return f"{tool} (util-linux) is missing"
+    # The very command a submission gets (an old bwrap without --size fails here, not later).
+    info_r, info_w = os.pipe()
     try:
-        probe = subprocess.run(
-            [BWRAP, *_namespace_args(), *_system_args(), "--proc", "/proc", "--dev", "/dev",
-             *_readonly_args(), "--", sys.executable, "-I", "-c", "pass"],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        cmd = bwrap_command([sys.executable, "-I", "-c", "pass"], limits=Limits(),
+                            uid=uid_range()[-1] if os.geteuid() == 0 else None, env={},
+                            files={}, info_fd=info_w)
+        probe = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                               pass_fds=(info_w,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not start: {exc}"
+    finally:
+        os.close(info_w)
+        os.close(info_r)
     if probe.returncode != 0:
         why = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         return f"bubblewrap cannot make a sandbox here ({why[0][:200]})"
@@ -243,13 +249,20 @@ class Outcome:
     tasks: int | None = None  # processes + threads its user had when it ended (root only)
 
 
+def uid_range(pid: int | None = None) -> range:
+    """The user ids the sandboxes of the grader process ``pid`` (default: this one) run as:
+    1,024 ids of their own, so two grading runs on one machine never share a user."""
+    base = UID_BASE + ((os.getpid() if pid is None else pid) % 65536) * 1024
+    return range(base, base + 1024)
+
+
 class Slots:
     """Hands out the slot numbers that give concurrent sandboxes their own user ids."""
 
     def __init__(self, n: int):
         self._free = list(range(n))
         self._lock = threading.Lock()
-        self._base = UID_BASE + (os.getpid() % 65536) * 1024
+        self._base = uid_range().start
 
     @contextlib.contextmanager
     def take(self):
@@ -266,9 +279,10 @@ class Slots:
 class Process:
     """One sandboxed (or, with ``sandbox=False``, merely separate) run of a command.
 
-    The command reads ``stdin`` (bytes) and writes its results, one line each, to file
-    descriptor 3; its stdout and stderr are its log.  :meth:`run` waits at most ``timeout``
-    seconds, then kills everything the command started.
+    The command gets one more argument, the number of a file descriptor on which it writes its
+    results, one line each; it reads ``stdin`` (bytes), and its stdout and stderr are its log.
+    ``files`` (name -> path) are copied into its work folder.  :meth:`run` waits at most
+    ``timeout`` seconds, then kills everything the command started.
     """
 
     def __init__(self, argv: list[str], *, sandbox: bool = True, limits: Limits = Limits(),

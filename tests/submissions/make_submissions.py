@@ -326,22 +326,38 @@ with grader_channel() as out:
     out.write(json.dumps({"event": "kernel", "kernel_pgid": 1}).encode() + b"\\n")
     out.write(json.dumps({"kernel_pgid": 1, "status": "ok", "finished": True}).encode() + b"\\n")'''
 
+# Outside the sandbox these cells would do real harm (delete notebooks, kill every process
+# root can reach), so each attack runs only where it finds the sandbox's work folder and pids.
+SANDBOX_ONLY = '''\
+import os
+
+# A test submission that attacks whatever it can reach: its attack cells run only inside the
+# grader's sandbox, where the work folder holds the one notebook and the pids are small.
+IN_SANDBOX = os.path.exists("/sandbox/submission.ipynb") and os.getpid() < 1000'''
+
+
+def attack(code: str) -> str:
+    return ("if not IN_SANDBOX:\n"
+            "    raise SystemExit(\"attack skipped: not inside the grader's sandbox\")\n" + code)
+
+
 HOSTILE = {
     # Spies on and edits classmates' notebooks and the grades, rewrites the package, plants
     # .pth files and forged answers in /tmp, starts a daemon; then answers correctly.
-    "intruder_05.ipynb": [SPY, REWRITE_INSTALL, PLANT, DAEMON, *GOOD],
+    "intruder_05.ipynb": [SANDBOX_ONLY, *map(attack, (SPY, REWRITE_INSTALL, PLANT, DAEMON)),
+                          *GOOD],
     # Correct answers, then SIGKILL to every process it sees and to all it may signal.
-    "killer_05.ipynb": [*GOOD, KILL_ALL],
+    "killer_05.ipynb": [SANDBOX_ONLY, *GOOD, attack(KILL_ALL)],
     # Fills the temporary and work folders, a 2 GiB sparse log, 8 GiB of memory; then answers.
-    "fill_05.ipynb": [FILL_DISKS, SPARSE_LOG, MEMORY_HOG, *GOOD],
+    "fill_05.ipynb": [SANDBOX_ONLY, *map(attack, (FILL_DISKS, SPARSE_LOG, MEMORY_HOG)), *GOOD],
     # Correct answers, then forks until the process limit says no (children sleep an hour).
-    "forkbomb_05.ipynb": [*GOOD, FORK_BOMB],
+    "forkbomb_05.ipynb": [SANDBOX_ONLY, *GOOD, attack(FORK_BOMB)],
     # 100 MiB without a newline into the grader's result channel, 200 MiB into its log.
-    "flood_05.ipynb": [*GOOD, RESULT_CHANNEL, FLOOD],
+    "flood_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(FLOOD)],
     # JSON nested 200,000 deep into the result channel (it once crashed the grader's cleanup).
-    "deepjson_05.ipynb": [*GOOD, RESULT_CHANNEL, DEEP_JSON],
+    "deepjson_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(DEEP_JSON)],
     # A forged report naming process group 1 (it once made the grader kill everything).
-    "pgid_05.ipynb": [*GOOD, RESULT_CHANNEL, FORGED_PGID],
+    "pgid_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(FORGED_PGID)],
 }
 
 

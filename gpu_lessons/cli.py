@@ -14,6 +14,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("gpus", help="list the GPU catalog")
     _grade_arguments(sub.add_parser("grade", help="grade a folder of submitted exercise "
                                     "notebooks, each in its own sandbox (CSV + JSON)"))
+    _release_arguments(sub.add_parser(
+        "release", help="write each student's exercise notebooks, with their own numbers "
+                        "(per-student variants) and form-only checks"))
     args = parser.parse_args(argv)
     if args.command == "env":
         from .env import report
@@ -28,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"FP16 tensor {g.peak_tflops.get('fp16', float('nan')):>7.1f} TFLOP/s (dense)")
     elif args.command == "grade":
         return _grade(args)
+    elif args.command == "release":
+        return _release(args)
     return 0
 
 
@@ -70,14 +75,31 @@ def _grade_arguments(parser) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run notebooks without a sandbox (only for notebooks you trust: "
                              "see docs/instructors.md)")
-    # Per-student variants (gpu_lessons.assignments) add --roster, --secret-file and --bank
-    # here; _questions_for() turns them into the grader's questions_for function.
+    parser.add_argument("--secret-file", metavar="FILE", default=None,
+                        help="the key the release drew each student's numbers with: grade "
+                             "every student against their own variant")
+    parser.add_argument("--roster", metavar="CSV", default=None,
+                        help="with --secret-file: refuse submissions from students not on it")
+    parser.add_argument("--bank", metavar="DIR", default=None,
+                        help="a folder of private question modules to grade too (as released)")
 
 
 def _questions_for(args):
     """The function from student id to that student's questions, or None for the chapter's
-    built-in questions.  (Variants and private banks plug in here.)"""
-    return None
+    built-in questions with the lessons' own numbers."""
+    if not (args.secret_file or args.roster or args.bank):
+        return None
+    if args.roster and not args.secret_file:
+        raise ValueError("--roster needs --secret-file (the key the release used)")
+    from .assignments import questions_for
+    from .grading.submissions import chapter_from, collect
+
+    chapter = args.chapter
+    if chapter is None:
+        chapter = chapter_from(collect(args.submissions)[1])
+    if args.chapter is None:
+        args.chapter = chapter
+    return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
 
 
 def _puzzles(args):
@@ -129,10 +151,11 @@ def _grade(args) -> int:
         limits = Limits(memory_mib=args.memory) if args.memory else None
         if args.no_sandbox:
             print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        questions_for = _questions_for(args)  # may set args.chapter from the notebooks
         grades = grade(args.submissions, chapter=args.chapter, out=args.out,
                        feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
                        timeout=args.timeout, seed=args.seed, kernel=args.kernel,
-                       id_pattern=args.id_pattern, questions_for=_questions_for(args),
+                       id_pattern=args.id_pattern, questions_for=questions_for,
                        puzzles=_puzzles(args), sandbox=not args.no_sandbox,
                        limits=limits, progress=show)
     except SandboxUnavailable as exc:
@@ -154,3 +177,54 @@ def _grade(args) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- gpu-lessons release ---------------------------------------------------------------------
+
+def _release_arguments(parser) -> None:
+    parser.add_argument("--roster", required=True, metavar="CSV",
+                        help="the class list: a CSV with a 'student' (or 'id') column")
+    parser.add_argument("--secret-file", required=True, metavar="FILE",
+                        help="the key that draws each student's numbers (keep it; grading "
+                             "needs it; at least 16 random bytes)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="a new folder: one sub-folder per student is written there")
+    parser.add_argument("--chapters", default="1-10", metavar="LIST",
+                        help="chapters to release, e.g. 5 or 1-3,6 (default: 1-10)")
+    parser.add_argument("--bank", metavar="DIR",
+                        help="a folder of private question modules to add (see "
+                             "docs/instructors.md)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="the assignment's name, written into each notebook (default: the "
+                             "--out folder's name)")
+    parser.add_argument("--exercises", metavar="DIR",
+                        help="the exercise notebooks to release (default: the repository's "
+                             "exercises/)")
+
+
+def _chapter_list(text: str) -> list[int]:
+    chapters = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise ValueError(f"--chapters {text!r}: use numbers and ranges like 5 or "
+                             f"1-3,6") from None
+        chapters += range(first, last + 1)
+    return chapters
+
+
+def _release(args) -> int:
+    from .assignments import release
+
+    try:
+        written = release(args.roster, args.secret_file, args.out,
+                          chapters=_chapter_list(args.chapters), bank=args.bank,
+                          name=args.name, exercises=args.exercises)
+    except (ValueError, TypeError) as exc:
+        print(f"gpu-lessons release: {exc}", file=sys.stderr)
+        return 2
+    students = len({p.parent for p in written})
+    print(f"released {len(written)} notebooks for {students} students into {args.out}")
+    return 0

@@ -128,8 +128,8 @@ class Explorer(widgets.VBox):
                       f"gap:8px'>{divs}</div>",
                       f"<script type='application/json' id='{data_id}'>{data}</script>",
                       f"<script>{_EMBED_JS % json.dumps(data_id)}</script>"]
-        parts.append("<p><small><i>A static picture of this explorer as first drawn: the plots "
-                     "pan, zoom and show values on hover; run the notebook to move the "
+        parts.append("<p><small><i>A static picture of this explorer as it was shown: the "
+                     "plots pan, zoom and show values on hover; run the notebook to move the "
                      "controls.</i></small></p>")
         return "<div class='gpu-lessons-static'>" + "".join(parts) + "</div>"
 

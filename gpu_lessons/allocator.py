@@ -60,7 +60,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import binary_bytes, html_table, percent
 
 MiB = 2**20
 GiB = 2**30
@@ -259,13 +259,10 @@ class OOM:
         return self.capacity - self.allocated
 
     def __repr__(self) -> str:
-        return (f"OOM(event {self.event}, id {self.id!r}: needs {_mib(self.need)} with "
-                f"{_mib(self.free_total)} free in total, largest free block "
-                f"{_mib(self.largest_free)}, unreserved {_mib(self.capacity - self.reserved)})")
-
-
-def _mib(n: float) -> str:
-    return f"{n / MiB:,.2f} MiB"
+        return (f"OOM(event {self.event}, id {self.id!r}: needs {binary_bytes(self.need)} with "
+                f"{binary_bytes(self.free_total)} free in total, largest free block "
+                f"{binary_bytes(self.largest_free)}, unreserved "
+                f"{binary_bytes(self.capacity - self.reserved)})")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -354,24 +351,25 @@ class AllocatorRun:
 
     def _row(self):
         oom = "none" if self.first_oom is None else f"event {self.first_oom.event}"
-        return (self.allocator, _mib(self.peak_used), _mib(self.peak_allocated),
-                _mib(self.peak_reserved), f"{self.used_fraction_at_peak:.1%}",
-                _mib(self.peak_waste), _mib(self.unused_at_peak),
-                f"{self.fragmentation_at_peak:.1%}", f"{len(self.failed)}", oom)
+        return (self.allocator, binary_bytes(self.peak_used), binary_bytes(self.peak_allocated),
+                binary_bytes(self.peak_reserved), percent(self.used_fraction_at_peak),
+                binary_bytes(self.peak_waste), binary_bytes(self.unused_at_peak),
+                percent(self.fragmentation_at_peak), f"{len(self.failed)}", oom)
 
     _HEAD = ("allocator", "peak used", "peak allocated", "peak reserved", "peak used/reserved",
              "peak internal waste", "unused at peak reserved", "fragmentation then", "failed",
              "first OOM")
 
     def __repr__(self) -> str:
-        cap = "unlimited" if self.capacity is None else _mib(self.capacity)
+        cap = "unlimited" if self.capacity is None else binary_bytes(self.capacity)
         oom = "none" if self.first_oom is None else repr(self.first_oom)
         return (f"AllocatorRun({self.allocator}, {self.used.size} events, capacity {cap}: peak "
-                f"used {_mib(self.peak_used)}, allocated {_mib(self.peak_allocated)}, reserved "
-                f"{_mib(self.peak_reserved)} ({self.used_fraction_at_peak:.1%} used); peak "
-                f"internal waste {_mib(self.peak_waste)}; at peak reserved "
-                f"{_mib(self.unused_at_peak)} unused, fragmentation "
-                f"{self.fragmentation_at_peak:.1%}; {len(self.failed)} failed; first OOM: {oom})")
+                f"used {binary_bytes(self.peak_used)}, allocated "
+                f"{binary_bytes(self.peak_allocated)}, reserved "
+                f"{binary_bytes(self.peak_reserved)} ({percent(self.used_fraction_at_peak)} used); peak "
+                f"internal waste {binary_bytes(self.peak_waste)}; at peak reserved "
+                f"{binary_bytes(self.unused_at_peak)} unused, fragmentation "
+                f"{percent(self.fragmentation_at_peak)}; {len(self.failed)} failed; first OOM: {oom})")
 
     def _repr_html_(self) -> str:
         return html_table(f"{self.allocator} allocator", self._HEAD, [self._row()])

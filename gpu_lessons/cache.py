@@ -72,7 +72,7 @@ import numba
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes
+from ._format import binary_bytes, html_table, percent
 
 POLICIES = ("lru", "fifo", "random")
 WRITE_POLICIES = ("write-back", "write-through")
@@ -133,14 +133,14 @@ class CacheStats:
         return CacheStats(name=self.name, **counts)
 
     def _rows(self) -> list[tuple[str, str]]:
-        rate = "n/a" if math.isnan(self.hit_rate) else f"{100 * self.hit_rate:.1f} %"
+        rate = "n/a" if math.isnan(self.hit_rate) else percent(self.hit_rate)
         return [
             ("accesses", f"{self.accesses:,} ({self.stores:,} stores)"),
             ("hits", f"{self.hits:,}"),
             ("misses", f"{self.misses:,} ({self.store_misses:,} on stores)"),
             ("hit rate", rate),
-            ("bytes from next level", _fmt_bytes(self.bytes_from_next)),
-            ("bytes to next level", _fmt_bytes(self.bytes_to_next)),
+            ("bytes from next level", binary_bytes(self.bytes_from_next)),
+            ("bytes to next level", binary_bytes(self.bytes_to_next)),
             ("write-backs", f"{self.writebacks:,}"),
             ("evictions", f"{self.evictions:,}"),
         ]
@@ -150,8 +150,7 @@ class CacheStats:
         return f"CacheStats({self.name}: {body})"
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in self._rows())
-        return f"<table><caption>{self.name}</caption>{body}</table>"
+        return html_table(self.name, None, self._rows())
 
 
 @dataclass(frozen=True)
@@ -177,26 +176,17 @@ class HierarchyStats:
 
     def __repr__(self) -> str:
         lines = [f"  {s!r}" for s in self.levels]
-        lines.append(f"  DRAM: {_fmt_bytes(self.dram_bytes_read)} read, "
-                     f"{_fmt_bytes(self.dram_bytes_written)} written")
+        lines.append(f"  DRAM: {binary_bytes(self.dram_bytes_read)} read, "
+                     f"{binary_bytes(self.dram_bytes_written)} written")
         return "HierarchyStats(\n" + ",\n".join(lines) + ")"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{s.name}</th>" for s in self.levels)
-        keys = [k for k, _ in self.levels[0]._rows()]
         cols = [dict(s._rows()) for s in self.levels]
-        body = "".join(
-            f"<tr><td>{k}</td>" + "".join(f"<td>{c[k]}</td>" for c in cols) + "</tr>"
-            for k in keys)
-        dram = (f"<tr><td>DRAM traffic</td><td colspan={len(self.levels)}>"
-                f"{_fmt_bytes(self.dram_bytes_read)} read, "
-                f"{_fmt_bytes(self.dram_bytes_written)} written</td></tr>")
-        return f"<table><tr><th></th>{head}</tr>{body}{dram}</table>"
-
-
-def _fmt_bytes(n: int) -> str:
-    """Cache sizes and traffic with one decimal: ``"32.0 KiB"``, ``"100 B"``."""
-    return binary_bytes(n, ",.1f")
+        rows = [(k, *(c[k] for c in cols)) for k, _ in self.levels[0]._rows()]
+        dram = (f"{binary_bytes(self.dram_bytes_read)} read, "
+                f"{binary_bytes(self.dram_bytes_written)} written")
+        rows.append(("DRAM traffic", dram, *[""] * (len(self.levels) - 1)))
+        return html_table("Cache hierarchy", ("", *(s.name for s in self.levels)), rows)
 
 
 # -- the cache --------------------------------------------------------------------------------
@@ -336,7 +326,7 @@ class Cache:
                     "direct-mapped" if self.ways == 1 else f"{self.ways}-way")
         sector = f", {self.sector_bytes} B sectors" if self.sectored else ""
         alloc = "write-allocate" if self.write_allocate else "no-write-allocate"
-        return (f"Cache({self.name}: {_fmt_bytes(self.size_bytes)}, {self.line_bytes} B lines"
+        return (f"Cache({self.name}: {binary_bytes(self.size_bytes)}, {self.line_bytes} B lines"
                 f"{sector}, {geometry}, {self.sets} sets, {self.policy.upper()}, "
                 f"{self.write_policy}, {alloc})")
 

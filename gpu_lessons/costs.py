@@ -22,6 +22,7 @@ import numbers
 from dataclasses import dataclass
 
 from . import _validate
+from ._format import html_table
 from ._format import ratio as _ratio
 from ._format import si as _si
 
@@ -86,11 +87,8 @@ class KernelCost:
                  f"{_ratio(self.intensity)} FLOP/byte")]
         rows += [(label, _si(f, "FLOP") if f else "–", _si(b, "B") if b else "–", "")
                  for label, f, b in self.parts]
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                       for r in rows)
         notes = f"<p><small>{html.escape(self.notes)}</small></p>" if self.notes else ""
-        return (f"<table><caption>{html.escape(self.name)}</caption><tr><th></th><th>FLOPs</th>"
-                f"<th>bytes</th><th>intensity</th></tr>{body}</table>{notes}")
+        return html_table(self.name, ("", "FLOPs", "bytes", "intensity"), rows) + notes
 
 
 # -- elementwise and reductions ------------------------------------------------------------------

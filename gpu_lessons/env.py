@@ -61,10 +61,10 @@ class Report:
         return "\n".join(self.lines())
 
     def _repr_html_(self) -> str:
-        from html import escape
-        rows = "".join(f"<tr><td><b>{escape(line[:14].strip())}</b></td>"
-                       f"<td>{escape(line[14:])}</td></tr>" for line in self.lines())
-        return f"<table>{rows}</table>"
+        from ._format import html_table
+
+        return html_table("This machine", None,
+                          [(line[:14].strip(), line[14:]) for line in self.lines()])
 
 
 def cpu_name() -> str:

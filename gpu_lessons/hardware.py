@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from . import _validate
+from . import _format, _validate
 
 #: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
 WARP_SIZE = 32
@@ -159,11 +159,12 @@ class GPU:
     def _repr_html_(self) -> str:
         rows = [("compute capability", self.cc), ("SMs", self.sms),
                 ("FP32 cores", f"{self.fp32_cores:,}"),
-                ("memory", f"{self.memory_gb:g} GB {self.memory_type}, {self.bandwidth_gbs:,.0f} GB/s"),
-                ("L2", f"{self.l2_bytes / 2**20:g} MiB")]
-        rows += [(f"peak {p} (dense)", f"{v:,.1f} TFLOP/s") for p, v in self.peak_tflops.items()]
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-        return f"<table><caption>{self.name}</caption>{body}</table>"
+                ("memory", f"{self.memory_gb:g} GB {self.memory_type}, "
+                           f"{_format.bandwidth(self.bandwidth)}"),
+                ("L2", _format.binary_bytes(self.l2_bytes))]
+        rows += [(f"peak {p} (dense)", _format.flop_rate(v * 1e12))
+                 for p, v in self.peak_tflops.items()]
+        return _format.html_table(self.name, None, rows)
 
 
 def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import bandwidth as _bandwidth
+from ._format import html_table, percent
 from .hardware import WARP_SIZE, measured
 
 #: DRAM load latency used when none is given, in ns.  A round figure: unloaded
@@ -351,14 +352,14 @@ class LittlesLaw:
         verdict = ("full occupancy is enough" if self.enough_warps else
                    f"an SM holds at most {self.max_warps_per_sm}, so each thread needs "
                    f"{self.ilp_needed} loads in flight (ILP) or wider loads")
-        return (f"LittlesLaw({self.gpu}: {self.bandwidth / 1e9:,.0f} GB/s × "
+        return (f"LittlesLaw({self.gpu}: {_bandwidth(self.bandwidth)} × "
                 f"{self.latency_ns:g} ns = {self.bytes_in_flight / 1e6:.2f} MB in flight, "
                 f"{self.bytes_per_sm / 1024:.1f} KiB per SM → {self.threads_per_sm:,.0f} "
                 f"threads/SM at {self.bytes_per_thread} B each = {self.warps_per_sm:.0f} "
                 f"warps/SM; {verdict})")
 
     def _repr_html_(self) -> str:
-        rows = [("bandwidth", f"{self.bandwidth / 1e9:,.0f} GB/s"),
+        rows = [("bandwidth", _bandwidth(self.bandwidth)),
                 ("latency", f"{self.latency_ns:g} ns = {self.latency_cycles:,.0f} cycles"),
                 ("bytes in flight", f"{self.bytes_in_flight / 1e6:.2f} MB "
                                     f"({self.bytes_per_sm / 1024:.1f} KiB per SM)"),
@@ -422,9 +423,9 @@ class ConfigResult:
 
     def __repr__(self) -> str:
         return (f"ConfigResult({self.config.name}: {self.warps_per_sm} warps/SM "
-                f"({self.occupancy:.0%} occupancy), ILP {self.config.ilp}, "
+                f"({percent(self.occupancy)} occupancy), ILP {self.config.ilp}, "
                 f"{self.loads_in_flight_per_sm} loads in flight/SM → "
-                f"{self.bandwidth / 1e9:,.0f} GB/s ({self.fraction_of_peak:.0%} of peak, "
+                f"{_bandwidth(self.bandwidth)} ({percent(self.fraction_of_peak)} of peak, "
                 f"limited by {self.limiter}))")
 
 
@@ -443,9 +444,9 @@ class Comparison:
         for r in self.results:
             c = r.config
             yield (c.name, f"{c.threads_per_block}", f"{c.registers_per_thread}",
-                   f"{r.warps_per_sm}", f"{r.occupancy:.0%}", f"{c.ilp}",
-                   f"{r.loads_in_flight_per_sm}", f"{r.bandwidth / 1e9:,.0f} GB/s",
-                   f"{r.fraction_of_peak:.0%}", r.limiter)
+                   f"{r.warps_per_sm}", percent(r.occupancy), f"{c.ilp}",
+                   f"{r.loads_in_flight_per_sm}", _bandwidth(r.bandwidth),
+                   percent(r.fraction_of_peak), r.limiter)
 
     _HEAD = ("config", "threads/block", "registers/thread", "warps/SM", "occupancy", "ILP",
              "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
@@ -455,7 +456,7 @@ class Comparison:
         widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
         text = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
         return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
-                f"{self.peak_bandwidth / 1e9:,.0f} GB/s)\n" + "\n".join(text))
+                f"{_bandwidth(self.peak_bandwidth)})\n" + "\n".join(text))
 
     def _repr_html_(self) -> str:
         return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import html_table, percent
 from .hardware import WARP_SIZE
 
 #: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
@@ -131,7 +131,7 @@ class GlobalLoad:
                 f"{_n(self.sectors, 'sector')}, {_n(self.lines, 'line')}, "
                 f"{_n(self.requests, 'request')}, "
                 f"requested {self.requested_bytes} B, moved {self.moved_bytes} B, "
-                f"efficiency {self.efficiency:.0%})")
+                f"efficiency {percent(self.efficiency)})")
 
     def _repr_html_(self) -> str:
         rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
@@ -141,7 +141,7 @@ class GlobalLoad:
                 ("lines (128 B)", f"{self.lines}"),
                 ("requested", f"{self.requested_bytes} B"),
                 ("moved", f"{self.moved_bytes} B"),
-                ("efficiency", f"{self.efficiency:.0%}")]
+                ("efficiency", percent(self.efficiency))]
         return html_table("Global load, one warp", None, rows)
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
-from .cache import Cache, _fmt_bytes, reuse_distances
+from ._format import binary_bytes, html_table, percent
+from .cache import Cache, reuse_distances
 
 #: Largest trace a generator builds; lesson-sized traces are 10^4 to 10^6 accesses.
 MAX_ACCESSES = 20_000_000
@@ -83,7 +83,7 @@ class Trace:
 
     def __repr__(self) -> str:
         return (f"Trace({self.name!r}: {len(self):,} accesses ({self.stores:,} stores) of "
-                f"{self.access_bytes} B, footprint {_fmt_bytes(self.footprint_bytes)})")
+                f"{self.access_bytes} B, footprint {binary_bytes(self.footprint_bytes)})")
 
 
 # -- generators ---------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def random_access(count, footprint_bytes, element_bytes=4, *, seed=0, base=0) ->
     seed = _validate.integer("seed", seed, low=0)
     base = _base(base)
     idx = np.random.default_rng(seed).integers(0, footprint // e, size=count, dtype=np.int64)
-    return _loads(f"random loads of {e} B over {_fmt_bytes(footprint)}", base + idx * e, e)
+    return _loads(f"random loads of {e} B over {binary_bytes(footprint)}", base + idx * e, e)
 
 
 def field_access(n, n_fields=4, fields=(0,), layout="aos", field_bytes=4, *, base=0) -> Trace:
@@ -330,9 +330,9 @@ class LineSizeSweep:
         rows = [head]
         for p, ratio in zip(self.points, self.traffic_ratio, strict=True):
             rows.append([f"{p.line_bytes} B", f"{p.sets} × {p.ways}",
-                         f"{100 * p.hit_rate:.1f} %", f"{p.misses:,}", f"{p.compulsory:,}",
-                         f"{p.capacity:,}", f"{p.conflict:,}", _fmt_bytes(p.bytes_from_next),
-                         f"{ratio:.2f}", _fmt_bytes(p.bytes_to_next)])
+                         f"{percent(p.hit_rate)}", f"{p.misses:,}", f"{p.compulsory:,}",
+                         f"{p.capacity:,}", f"{p.conflict:,}", binary_bytes(p.bytes_from_next),
+                         f"{ratio:.2f}", binary_bytes(p.bytes_to_next)])
         return rows
 
     def __repr__(self) -> str:
@@ -340,13 +340,13 @@ class LineSizeSweep:
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         text = "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True))
                          for r in rows)
-        return (f"LineSizeSweep({self.trace_name}; {_fmt_bytes(self.size_bytes)} cache, "
-                f"footprint {_fmt_bytes(self.footprint_bytes)})\n{text}")
+        return (f"LineSizeSweep({self.trace_name}; {binary_bytes(self.size_bytes)} cache, "
+                f"footprint {binary_bytes(self.footprint_bytes)})\n{text}")
 
     def _repr_html_(self) -> str:
         rows = self._table()
-        caption = (f"{self.trace_name}: {_fmt_bytes(self.size_bytes)} cache, footprint "
-                   f"{_fmt_bytes(self.footprint_bytes)}")
+        caption = (f"{self.trace_name}: {binary_bytes(self.size_bytes)} cache, footprint "
+                   f"{binary_bytes(self.footprint_bytes)}")
         return html_table(caption, rows[0], rows[1:])
 
 

@@ -441,9 +441,9 @@ def test_sectors_change_traffic_not_tag_behaviour(g, policy, sector_log, data):
 def test_reprs_carry_units():
     c = Cache(32768, 128, 4, name="L1")
     s = c.run(np.arange(0, 8192, 4))
-    assert "hit rate 96.9 %" in repr(s) and "8.0 KiB" in repr(s)
+    assert "hit rate 96.9 %" in repr(s) and "8 KiB" in repr(s)
     assert "<table>" in s._repr_html_()
-    assert "32.0 KiB" in repr(c) and "4-way" in repr(c) and "64 sets" in repr(c)
+    assert "32 KiB" in repr(c) and "4-way" in repr(c) and "64 sets" in repr(c)
     assert "fully associative" in repr(Cache(4096, 128, None))
     assert "direct-mapped" in repr(Cache(4096, 128, 1))
     h = Hierarchy([c, Cache(1 << 20, 128, 8, name="L2")])

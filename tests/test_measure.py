@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpu_lessons._format import binary_bytes, duration
 from gpu_lessons.hardware import gpu as catalog_gpu
 from gpu_lessons.measure import (
     SKIP_LINE,
@@ -47,7 +48,7 @@ from gpu_lessons.measure import (
     time_kernel,
 )
 from gpu_lessons.measure import gpu as g
-from gpu_lessons.measure.timing import format_bytes, format_seconds, gb_per_s, tflop_per_s
+from gpu_lessons.measure.timing import gb_per_s, tflop_per_s
 
 DATA = Path(__file__).parent / "data" / "h200_measurements.json"
 H200 = catalog_gpu("h200")
@@ -68,13 +69,13 @@ def test_rates_by_hand():
 
 
 def test_formatting_units():
-    assert format_seconds(1.5e-6) == "1.5 µs"
-    assert format_seconds(0.0125) == "12.5 ms"
-    assert format_seconds(2.0) == "2 s"
-    assert format_seconds(3e-9) == "3 ns"
-    assert format_bytes(3 * MiB) == "3 MiB"
-    assert format_bytes(1536) == "1.5 KiB"
-    assert format_bytes(100) == "100 B"
+    assert duration(1.5e-6) == "1.5 µs"
+    assert duration(0.0125) == "12.5 ms"
+    assert duration(2.0) == "2 s"
+    assert duration(3e-9) == "3 ns"
+    assert binary_bytes(3 * MiB) == "3 MiB"
+    assert binary_bytes(1536) == "1.5 KiB"
+    assert binary_bytes(100) == "100 B"
 
 
 def test_timing_summary_by_hand():
@@ -101,7 +102,7 @@ def test_bandwidth_and_flop_rate_by_hand():
     # 2e9 bytes in 0.5 ms = 4e12 B/s = 4000 GB/s, 83.3 % of 4.8 TB/s
     assert b.gbps == pytest.approx(4000)
     assert b.fraction_of(4.8e12) == pytest.approx(4000 / 4800)
-    assert "4,000.0 GB/s" in repr(b) and "GB/s" in b._repr_html_()
+    assert "4,000 GB/s" in repr(b) and "GB/s" in b._repr_html_()
     f = FlopRate("dev", "GEMM", 2 * 8192**3, 3 * 8192**2 * 2, t, peak_flops=989e12)
     # 2 * 8192^3 = 1.0995e12 FLOPs in 0.5 ms = 2199 TFLOP/s; intensity 2n/(3*2) = 2730.7
     assert f.tflops == pytest.approx(2 * 8192**3 / 0.5e-3 / 1e12)

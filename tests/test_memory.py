@@ -448,7 +448,7 @@ def test_results_are_frozen_and_readable():
     g = global_load(strided(1, offset=4))
     with pytest.raises(FrozenInstanceError):
         g.sectors = 4
-    assert "5 sectors" in repr(g) and "160 B" in repr(g) and "80%" in repr(g)
+    assert "5 sectors" in repr(g) and "160 B" in repr(g) and "80 %" in repr(g)
     assert "<table>" in g._repr_html_() and "160 B" in g._repr_html_()
     s = shared_load(strided(32))
     assert "32 wavefronts" in repr(s) and "31 bank conflicts" in repr(s)

@@ -536,7 +536,7 @@ def test_repr_and_html_explain_the_binding_limit():
     r = occupancy(cc="9.0", threads_per_block=256, registers_per_thread=40,
                   shared_mem_per_block=4096)
     text = repr(r)
-    assert "75.0% occupancy" in text and "limited by registers" in text
+    assert "75 % occupancy" in text and "limited by registers" in text
     assert "registers: 6 blocks/SM  ← binds" in text
     page = r._repr_html_()
     assert page.count("<tr") == 5 and "◀ binds" in page and "1,280" in page

@@ -185,7 +185,7 @@ def test_patterns_use_the_models_helpers(ex, pattern, extra, addresses):
     assert ex.lanes.data["address"] == addresses
     assert tuple(_touched(ex)) == g.sector_ids
     assert f"{g.requested_bytes} B" in ex.readout.value and f"{g.moved_bytes} B" in ex.readout.value
-    assert f"{100 * g.efficiency:.0f} %" in ex.readout.value
+    assert f"efficiency <b>{100 * g.efficiency:.3g} %</b>" in ex.readout.value
 
 
 def test_sweep_is_the_model_over_strides(ex):

@@ -68,12 +68,14 @@ def test_default_is_the_seed_example_corrected():
     r = ex.result
     assert (r.blocks_per_sm, r.warps_per_sm, r.limiter) == (6, 48, "registers")
     text = ex.readout.value
-    assert "6 blocks/SM" in text and "48 of 64 warps/SM" in text and "75.0 %" in text
+    assert "6 blocks/SM" in text and "48 of 64 warps/SM" in text and "75 %" in text
     assert "limited by <b>registers</b>" in text
     # Each limit's block count: warps 64/8 = 8; shared (4096 + 1024) -> 5120 B,
     # 233472 // 5120 = 45; blocks 32.
     for name, blocks in (("warps", 8), ("registers", 6), ("shared memory", 45), ("blocks", 32)):
-        assert f"■ {name}</td><td style='text-align:right'>{blocks}</td>" in text
+        row = (f"■</span> {name}</b></td><td><b>{blocks}</b></td>" if name == "registers"
+               else f"■</span> {name}</td><td>{blocks}</td>")   # the binding limit is bold
+        assert row in text
     assert _marker(ex, "threads_per_block") == (256, 75.0)
     assert _marker(ex, "registers_per_thread") == (40, 75.0)
     assert _marker(ex, "shared_mem_per_block") == (4.0, 75.0)   # 4096 B shown as 4 KiB

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import allocator, system
+from gpu_lessons._format import percent
 from gpu_lessons.views import system as view
 from gpu_lessons.views.system import allocator_explorer, launch_explorer, overlap_explorer
 
@@ -43,7 +44,7 @@ def test_launch_default_hand_derived():
     assert e.current.data["kernel_us"] == [pytest.approx(3.6)]
     assert e.current.data["utilisation"][0] == pytest.approx(100 * 36 / 69.02)
     text = e.readout.value
-    assert "69.0 µs" in text and "52.2%" in text and "145.7 µs" in text
+    assert "69.0 µs" in text and "52.2 %" in text and "145.7 µs" in text
     # kernel = launch at (6.05 − 2) / 0.05 = 81 items
     assert e.knee.location == pytest.approx(81)
     assert "batch 81" in text
@@ -155,7 +156,7 @@ def test_overlap_hides_all_but_the_last_bucket():
     assert on.step_ms == pytest.approx(72 + RING_64MIB_8)
     assert on.exposed_comm_ms == pytest.approx(RING_64MIB_8)
     # 11 of the 12 equal all-reduces hidden: 92 %
-    assert f"{11 * RING_64MIB_8:,.2f} ms of it (92%) hidden behind backward" in e.readout.value
+    assert f"{11 * RING_64MIB_8:,.2f} ms of it (91.7 %) hidden behind backward" in e.readout.value
     comm = _bars(e, "comm")
     assert len(comm) == 12
     assert comm[0][0] == pytest.approx(24 + 4)   # layer 11's backward ends at 28 ms
@@ -267,12 +268,12 @@ def test_allocator_default_shows_the_models_run():
     assert np.allclose(e.series.data["reserved"], best.reserved / allocator.GiB)
     assert np.allclose(e.series.data["used"], best.used / allocator.GiB)
     for r in direct.runs:
-        assert f"{r.used_fraction_at_peak:.1%} used" in e.readout.value
+        assert f"{percent(r.used_fraction_at_peak)} used" in e.readout.value
         assert f"{len(r.failed)} failed" in e.readout.value if r.failed else True
     # the caching allocator's blocks tile its segments: the map covers all reserved memory
     assert _map_total(e) == pytest.approx(best.reserved[e.event] / allocator.GiB)
     # 16 tokens × 800 KiB (OPT-13B: 2 × 40 layers × 5120 × 2 B = 819,200 B) = 12.5 MiB pages
-    assert "16 tokens = 12.50 MiB" in e.readout.value
+    assert "16 tokens = 12.5 MiB" in e.readout.value
 
 
 def test_allocator_training_fixed_shapes_peak_by_hand():
@@ -280,7 +281,7 @@ def test_allocator_training_fixed_shapes_peak_by_hand():
     # 12 layers: weights 12 × 8 MiB = 96, Adam states 2 × 96 = 192 (from step 0 on); in step 1
     # the forward holds 12 × 32 MiB = 384 of activations, and the first backward layer adds a
     # 4 MiB workspace and an 8 MiB gradient: 96 + 192 + 384 + 4 + 8 = 684 MiB peak used.
-    assert "peak used 684.00 MiB" in e.readout.value
+    assert "peak used 684 MiB" in e.readout.value
     # no allocator comes near the 8 GiB pool (first fit, the worst, reserves under 1 GiB), so
     # the plots zoom in and count in MiB; the capacity line stays at 8 GiB = 8192 MiB
     assert e.series_figure.yaxis.axis_label == "memory (MiB)"
@@ -318,7 +319,7 @@ def test_allocator_paged_map_and_no_fragmentation():
     run = e.run
     assert run.allocator == "paged"
     # any free page serves any request: the model's fragmentation is 0 at every event
-    assert "fragmentation <b>0.0%</b>" in e.readout.value
+    assert "fragmentation <b>0 %</b>" in e.readout.value
     # pages: one reserved range from 0 to the high-water mark
     assert e.segments.data["start"] == [0]
     assert e.segments.data["end"][0] == pytest.approx(run.reserved[e.event] / allocator.GiB)

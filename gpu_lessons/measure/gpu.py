@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
+from .._format import bandwidth, binary_bytes, duration, html_table
 from . import kernels
 from .cpu import Staircase
 from .timing import (
@@ -38,9 +39,6 @@ from .timing import (
     FlopRate,
     Progress,
     Timing,
-    format_bytes,
-    format_seconds,
-    html_table,
     time_cuda,
     time_host,
 )
@@ -308,7 +306,7 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
          cat(g and g.bus_width_bits, unit=" bit")),
         ("memory clock", val("memory_clock_rate_khz", 1e-3, unit=" MHz"),
          cat(g and g.memory_clock_mhz, unit=" MHz")),
-        ("DRAM bandwidth", "—" if beta is None else f"{beta / 1e9:,.0f} GB/s (bus x rate)",
+        ("DRAM bandwidth", "—" if beta is None else f"{bandwidth(beta)} (bus x rate)",
          cat(g and g.bandwidth_gbs, unit=" GB/s")),
         ("L2 cache", val("l2_cache_size", 1 / _MiB, "{:,.1f}", " MiB"),
          cat(g and g.l2_bytes / _MiB, "{:,.1f}", " MiB")),
@@ -491,12 +489,12 @@ def measure_size_sweep_raw(array_bytes: Sequence[int] | None = None, *, repeats:
             graph.launch(stream)
             stream.synchronize()
             if not bool(cp.array_equal(a, b)):
-                raise RuntimeError(f"copy of {format_bytes(size)} produced a wrong result")
+                raise RuntimeError(f"copy of {binary_bytes(size)} produced a wrong result")
             timing = time_cuda(lambda graph=graph: graph.launch(stream), warmup=2,
                                repeats=repeats, budget_s=budget_s, stream=stream)
             points.append({"array_bytes": 16 * n4, "bytes_moved": 2 * 16 * n4,
                            "copies": copies, "timing": timing.to_raw()})
-            bar.update(1, format_bytes(size))
+            bar.update(1, binary_bytes(size))
             del graph, a, b
     return {"device": _device_name(cp), "l2_bytes": l2, "points": points}
 
@@ -611,7 +609,7 @@ class AccessSweep:
     def __repr__(self) -> str:
         head = (self.pattern, *self._HEADER)
         lines = [f"{self.device}: {self.element_bytes}-byte elements, useful bandwidth by "
-                 f"{self.pattern} (reference {self.reference_gbps:,.0f} GB/s; prediction moves "
+                 f"{self.pattern} (reference {bandwidth(self.reference_gbps * 1e9)}; prediction moves "
                  f"{self.fetch_bytes}-byte blocks)",
                  "  ".join(f"{h:>14}" for h in head)]
         lines += ["  ".join(f"{c!s:>14}" for c in row) for row in self._rows()]
@@ -708,8 +706,8 @@ def _measure_access(cp, pattern, values, element_bytes, out_bytes, repeats, budg
     span = n * max(values) + 1 if pattern == "stride" else n + max(values)
     free = cp.cuda.runtime.memGetInfo()[0]
     if (span + n) * eb > free // 2:
-        raise ValueError(f"out_bytes={out_bytes}: the input would span {format_bytes(span * eb)},"
-                         f" more than half the free GPU memory ({format_bytes(free)})")
+        raise ValueError(f"out_bytes={out_bytes}: the input would span {binary_bytes(span * eb)},"
+                         f" more than half the free GPU memory ({binary_bytes(free)})")
     words = eb // 4
     src = cp.arange(span * words, dtype=cp.float32)  # nonzero, distinct values
     dst = cp.empty(n * words, dtype=cp.float32)
@@ -952,8 +950,8 @@ def measure_gemm_raw(precision: str = "fp16", n: int = 8192, *, repeats: int = 1
     need = rounds * 3 * n * n * size + 4 * n * n
     free = cp.cuda.runtime.memGetInfo()[0]
     if need > free // 2:
-        raise ValueError(f"n={n}, rounds={rounds}: the matrices need {format_bytes(need)}, more "
-                         f"than half the free GPU memory ({format_bytes(free)})")
+        raise ValueError(f"n={n}, rounds={rounds}: the matrices need {binary_bytes(need)}, more "
+                         f"than half the free GPU memory ({binary_bytes(free)})")
     if dtype_name == "bfloat16":
         try:
             import ml_dtypes  # CuPy >= 14 takes NumPy's bfloat16 from ml_dtypes
@@ -1110,12 +1108,12 @@ class Transfers:
                          + ", ".join(repr(r.kind) for r in self.rows))
 
     def __repr__(self) -> str:
-        parts = "; ".join(f"{r.kind} {r.gbps:,.1f} GB/s" for r in self.rows)
+        parts = "; ".join(f"{r.kind} {bandwidth(r.gbps * 1e9)}" for r in self.rows)
         return f"Transfers({self.device}: {parts})"
 
     def _repr_html_(self) -> str:
         return html_table(f"{self.device}: host<->device copies", ("copy", "bandwidth", "size"),
-                          [(r.kind, f"{r.gbps:,.1f} GB/s", format_bytes(r.bytes_moved))
+                          [(r.kind, bandwidth(r.gbps * 1e9), binary_bytes(r.bytes_moved))
                            for r in self.rows])
 
 
@@ -1318,13 +1316,13 @@ class KernelTiming:
     extra: dict = field(default_factory=dict, compare=False)
 
     def __repr__(self) -> str:
-        return (f"KernelTiming({self.name}: {format_seconds(self.timing.median)} median of "
+        return (f"KernelTiming({self.name}: {duration(self.timing.median)} median of "
                 f"{self.timing.repeats}; grid {self.grid}, block {self.block}, "
                 f"{self.registers_per_thread} registers/thread, {self.static_smem} B static + "
                 f"{self.shared_mem} B dynamic shared memory, {self.blocks_per_sm} blocks/SM)")
 
     def _repr_html_(self) -> str:
-        rows = [("median time", format_seconds(self.timing.median)),
+        rows = [("median time", duration(self.timing.median)),
                 ("runs", self.timing.repeats), ("grid x block", f"{self.grid} x {self.block}"),
                 ("registers / thread", self.registers_per_thread),
                 ("shared memory / block", f"{self.static_smem} B static + {self.shared_mem} B "
@@ -1399,7 +1397,7 @@ class SimtTimings:
                          + ", ".join(r[0] for r in self.rows))
 
     def _cells(self):
-        return [(k, f"{n:,}", format_seconds(t), f"{g:,.0f} GB/s", "yes" if ok else "NO")
+        return [(k, f"{n:,}", duration(t), bandwidth(g * 1e9), "yes" if ok else "NO")
                 for k, n, t, g, ok in self.rows]
 
     def __repr__(self) -> str:

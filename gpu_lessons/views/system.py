@@ -20,7 +20,7 @@ from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Span
 from bokeh.plotting import figure
 
 from .. import allocator, system
-from .._format import binary_bytes
+from .._format import bandwidth, binary_bytes, percent
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
 
 #: Colour and legend entry of each kind of timeline bar (``system.SEGMENT_KINDS``; Okabe–Ito,
@@ -64,10 +64,6 @@ def _gantt(source, lanes, unit: str, width: int = 900, height: int = 200):
     fig.add_layout(legend, "right")
     fig.ygrid.visible = False
     return fig
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
 
 
 # -- launch overhead --------------------------------------------------------------------------------
@@ -174,9 +170,9 @@ class LaunchExplorer(Explorer):
         self.set_readout(
             f"Batch {batch}: kernel <b>{d:,.2f} µs</b>, launch {run.launch_us:g} µs. Step of "
             f"{n} kernels: <b>{run.step_us:,.1f} µs</b> ({run.per_kernel_us:,.2f} µs/kernel), "
-            f"GPU busy <b>{_pct(run.utilisation)}</b>; {knee_text}.<br>"
+            f"GPU busy <b>{percent(run.utilisation)}</b>; {knee_text}.<br>"
             + "; ".join(f"{MODE_LABELS[r.mode].split(':')[0]}: {r.step_us:,.1f} µs "
-                        f"({r.per_kernel_us:,.2f} µs/kernel), busy {_pct(r.utilisation)}"
+                        f"({r.per_kernel_us:,.2f} µs/kernel), busy {percent(r.utilisation)}"
                         for r in others.runs)
             + f" (sync round trip {run.sync_us:g} µs, graph node {run.graph_node_us:g} µs).")
 
@@ -195,7 +191,7 @@ def launch_explorer(**kwargs) -> LaunchExplorer:
 # -- communication / computation overlap ----------------------------------------------------------
 
 def _link_label(name: str) -> str:
-    return f"{name} ({system.LINKS[name][0] / 1e9:,.1f} GB/s per direction)"
+    return f"{name} ({bandwidth(system.LINKS[name][0])} per direction)"
 
 
 def _bucket_index(bucket_mib) -> int:
@@ -296,7 +292,7 @@ class OverlapExplorer(Explorer):
             f"SM sharing {run.slowdown_ms:,.2f} ms + <b>exposed communication "
             f"{run.exposed_comm_ms:,.2f} ms</b>. All-reduce: {len(run.buckets)} buckets, "
             f"{run.comm_ms:,.2f} ms in all, {run.hidden_comm_ms:,.2f} ms of it "
-            f"({run.hidden_fraction:.0%}) hidden behind backward.<br>Overlap off: "
+            f"({percent(run.hidden_fraction)}) hidden behind backward.<br>Overlap off: "
             f"{runs[False].step_ms:,.2f} ms; overlap on: "
             f"{runs[True].step_ms:,.2f} ms.")
 
@@ -326,11 +322,6 @@ STATE_LABELS = {"used": "holds data", "waste": "internal waste (rounding, last p
                 "free": "free but reserved (cached)"}
 PAGE_TOKENS = (1, 4, 8, 16, 32, 64, 128, 256)
 _TRACE_CACHE = 8
-
-
-def _bytes_text(nbytes) -> str:
-    """Bytes in GiB, MiB or KiB, whichever reads best, with two decimals."""
-    return binary_bytes(nbytes, ",.2f")
 
 
 class AllocatorExplorer(Explorer):
@@ -491,14 +482,14 @@ class AllocatorExplorer(Explorer):
             color=[STATE_COLOURS[e.state] for e in entries],
             state=[STATE_LABELS[e.state] for e in entries],
             owner=["–" if e.owner is None else str(e.owner) for e in entries],
-            size=[_bytes_text(e.size) for e in entries],
+            size=[binary_bytes(e.size) for e in entries],
             where=[f"{e.start * scale:,.3f}–{(e.start + e.size) * scale:,.3f} {unit}"
                    for e in entries])
         segs = run.segments[k]
         self.segments.data = dict(start=[s * scale for s, _ in segs],
                                   end=[(s + z) * scale for s, z in segs],
                                   row=["reserved segments"] * len(segs),
-                                  size=[_bytes_text(z) for _, z in segs])
+                                  size=[binary_bytes(z) for _, z in segs])
         self.pool.glyph.right = capacity * scale
         self.map_figure.x_range.start = 0
         self.map_figure.x_range.end = span * scale * 1.01
@@ -520,14 +511,14 @@ class AllocatorExplorer(Explorer):
         self._readout(cmp, policy, run, k, c["page_tokens"].value, page_bytes)
 
     def _readout(self, cmp, policy, run, k, page_tokens, page_bytes):
-        b = _bytes_text
+        b = binary_bytes
         rows = []
         for r in cmp.runs:
             oom = ("no request failed" if r.first_oom is None else
                    f"{len(r.failed)} failed, first at event {r.first_oom.event}")
             line = (f"{r.allocator.replace('_', ' ')}: peak used {b(r.peak_used)}, reserved "
-                    f"{b(r.peak_reserved)} ({r.used_fraction_at_peak:.1%} used), fragmentation "
-                    f"at peak {r.fragmentation_at_peak:.1%}, waste {b(r.peak_waste)}; {oom}")
+                    f"{b(r.peak_reserved)} ({percent(r.used_fraction_at_peak)} used), fragmentation "
+                    f"at peak {percent(r.fragmentation_at_peak)}, waste {b(r.peak_waste)}; {oom}")
             rows.append(f"<b>{line}</b>" if r.allocator == policy else line)
         oom = run.first_oom
         oom_text = ("" if oom is None else
@@ -538,7 +529,7 @@ class AllocatorExplorer(Explorer):
             "<br>".join(rows) +
             f"<br>After event {k}: used {b(run.used[k])}, reserved {b(run.reserved[k])}, free "
             f"cached {b(run.free_cached[k])} of which the largest block is "
-            f"{b(run.largest_free[k])}: fragmentation <b>{run.fragmentation[k]:.1%}</b> "
+            f"{b(run.largest_free[k])}: fragmentation <b>{percent(run.fragmentation[k])}</b> "
             f"(1 − largest free block / free).{oom_text} Pages: {page_tokens} tokens = "
             f"{b(page_bytes)}.")
 

@@ -325,6 +325,10 @@ def _lanes(addresses, bytes_per_thread, mask) -> tuple[np.ndarray, np.ndarray, i
         raise ValueError(f"addresses must have exactly {WARP_SIZE} entries (one per lane of a "
                          f"warp), got {len(addresses)}")
 
+    # With a mask, an inactive lane's address is never checked: code under a branch may
+    # compute addresses for switched-off lanes that lie outside any array (``s[tid - 1]``
+    # under ``if tid >= 1``), and the hardware never issues them.
+    on = None if mask is None else _mask(mask)
     arr = None
     if isinstance(addresses, np.ndarray) and addresses.dtype.kind in "iu":
         arr = addresses
@@ -336,7 +340,8 @@ def _lanes(addresses, bytes_per_thread, mask) -> tuple[np.ndarray, np.ndarray, i
         if arr.ndim != 1:
             raise ValueError(f"addresses must be one-dimensional with {WARP_SIZE} entries, "
                              f"got shape {arr.shape}")
-        bad = np.flatnonzero((arr < 0) | (arr >= _ADDRESS_LIMIT))
+        out_of_range = (arr < 0) | (arr >= _ADDRESS_LIMIT)
+        bad = np.flatnonzero(out_of_range if on is None else out_of_range & on)
         if bad.size:
             i = int(bad[0])
             _validate.integer(f"addresses[{i}]", int(arr[i]), low=0, high=_ADDRESS_LIMIT - 1)
@@ -348,11 +353,12 @@ def _lanes(addresses, bytes_per_thread, mask) -> tuple[np.ndarray, np.ndarray, i
         for i, v in enumerate(addresses):
             if v is None:
                 active[i] = False
+            elif on is not None and not on[i]:
+                continue  # switched off by the mask: its address is not used
             else:
                 a[i] = _validate.integer(f"addresses[{i}]", v, low=0, high=_ADDRESS_LIMIT - 1)
 
-    if mask is not None:
-        on = _mask(mask)
+    if on is not None:
         clash = np.flatnonzero(on & ~active)
         if clash.size:
             i = int(clash[0])

@@ -53,22 +53,60 @@ How it works
   get 256-byte-aligned base addresses (as ``cudaMalloc`` gives); each shared array starts at
   a multiple of 128 bytes, i.e. at bank 0.  Stores are counted with the same sector and bank
   rules as loads.
-* **Barriers and scheduling.**  ``t.sync()`` is ``__syncthreads()``.  Each warp runs in its
-  own Python thread, but only one runs at a time: the warps of a block take turns, each
-  running until its next barrier (or the end), in the order ``order`` says.  That is one
-  legal schedule of the real machine; code whose answer depends on the schedule has a race.
+* **Barriers and scheduling.**  ``t.sync()`` is ``__syncthreads()``.  Each warp runs as a
+  greenlet (a coroutine with its own stack), and only one runs at a time: the warps of a
+  block take turns, each running until its next barrier (or the end), in the order
+  ``order`` says.  That is one legal schedule of the real machine; code whose answer
+  depends on the schedule has a race.
 * **Race detection.**  Between two barriers, a shared-memory word written by one warp and
   read or written by another warp is a race (a missing ``__syncthreads()``); each is reported
-  with the array, index, warps and source lines.  Accesses within one warp are in program
-  order here (warps run in lockstep), so intra-warp races of independent thread scheduling
-  (Volta and later, fixed by ``__syncwarp()``) are outside this model.
+  with the array, index, warps and source lines.  Two atomics on one word never race; an
+  atomic and another warp's plain read or write of that word do.  Accesses within one warp
+  are in program order here (warps run in lockstep), so intra-warp races of independent
+  thread scheduling (Volta and later, fixed by ``__syncwarp()``; Programming Guide,
+  "Independent Thread Scheduling") are outside this model.
+* **Atomics.**  ``old = t.atomic_add(a, i, v)``, ``t.atomic_max(a, i, v)`` and
+  ``t.atomic_cas(a, i, compare, v)`` read-modify-write one element per active lane of a
+  global or shared array and return the value it held before, as ``atomicAdd``,
+  ``atomicMax`` and ``atomicCAS`` do (Programming Guide, "Atomic Functions").  Lanes of one
+  warp that hit the same address are applied one after another in lane order; CUDA leaves
+  that order unspecified, so a kernel must not depend on it.  Atomics to one address are
+  performed one at a time, which is why contended counters are slow and why histograms
+  privatise into shared memory first (N. Sakharnykh, "GPU Pro Tip: Fast Histograms Using
+  Shared Atomics on Maxwell", NVIDIA Developer Blog, 2015; A. Adinets, "CUDA Pro Tip:
+  Optimized Filtering with Warp-Aggregated Atomics", 2014).  So each atomic instruction
+  records its *serialisation*: the most active lanes that hit one address (32 for a
+  warp-wide counter, 1 when all differ), summed in ``Stats.atomic_serialisation``.  It
+  counts the atomics as written; since CUDA 9 nvcc may itself aggregate a warp's atomics
+  on one address (Adinets, 2017 update), so on a GPU the cost can be lower.  An atomic's
+  memory traffic is counted with the same sector and bank rules as a load.  Supported element
+  types are CUDA's: ``atomicAdd`` int32, uint32, uint64, float32, float64; ``atomicMax``
+  int32, uint32, int64, uint64; ``atomicCAS`` int32, uint32, uint64.
+* **Warp shuffles.**  ``t.shfl_down(v, delta)``, ``t.shfl_up(v, delta)``,
+  ``t.shfl_xor(v, lane_mask)`` and ``t.shfl_idx(v, src_lane)`` are
+  ``__shfl_*_sync(0xffffffff, v, ..., 32)`` (Programming Guide, "Warp Shuffle Functions"):
+  each lane gets ``v`` from lane ``lane + delta``, ``lane - delta``, ``lane ^ lane_mask`` or
+  ``src_lane % 32``; a source outside 0..31 gives the lane its own ``v``.  CUDA leaves the
+  value read from an inactive lane undefined; the simulator returns that lane's register
+  and records it (``SimResult.shuffle_reads``, a note, ``Stats.shuffle_inactive_reads``).
+  ``t.syncwarp()`` is ``__syncwarp()``: one ``bar.warp`` instruction.  Since Volta the lanes
+  of a warp may be scheduled independently (Programming Guide, "Independent Thread
+  Scheduling"), which is why the shuffles take a mask and ``__syncwarp()`` exists; here a
+  warp's active lanes always run in lockstep, so ``t.syncwarp()`` only costs its slot.
+* **Errors point at the kernel's line.**  Whatever a kernel raises while it runs (an index
+  outside an array by an active lane, a Python ``if`` on lane values, a ``NameError``) comes
+  out of :func:`run` as a :class:`KernelError` whose message starts with the file or cell,
+  the line and its source text (see :mod:`gpu_lessons.simt_errors`).  Lanes that a branch
+  switched off are never checked: ``s[tid - 1]`` under ``t.if_(tid >= 1)`` is fine.
 
 The instruction set is the simulator's own, not SASS: one warp instruction per operator on
 lane values (``alu``), per ``t.if_``/``t.while_`` test or ``t.return_if`` (``branch``), per
-load or store (``ld.global``, ``st.global``, ``ld.shared``, ``st.shared``), per ``t.where`` or
-``t.local`` (``alu``) and per barrier (``bar.sync``).  Python ``for`` loops over plain ints are
-unrolled at no cost, as ``#pragma unroll`` would.  The counts are for reasoning about ratios
-(SIMT efficiency, sectors per request, conflicts), not for predicting cycle counts.
+load, store or atomic (``ld.global``, ``st.global``, ``atom.global``, ``ld.shared``,
+``st.shared``, ``atom.shared``), per ``t.where`` or ``t.local`` (``alu``), per shuffle
+(``shfl``) and per barrier (``bar.sync``, ``bar.warp`` for ``t.syncwarp()``).  Python
+``for`` loops over plain ints are unrolled at no cost, as ``#pragma unroll`` would.  The
+counts are for reasoning about ratios (SIMT efficiency, sectors per request, conflicts,
+serialisation), not for predicting cycle counts.
 
 SIMT efficiency = (sum of active lanes over issued warp instructions) / (32 x instructions),
 the quantity Nsight Compute reports as "Avg. Active Threads Per Warp" / 32.
@@ -77,15 +115,33 @@ the quantity Nsight Compute reports as "Avg. Active Threads Per Warp" / 32.
 from __future__ import annotations
 
 import sys
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from greenlet import greenlet
 
 from . import _validate
 from .hardware import WARP_SIZE
 from .memory import global_load, shared_load
+from .simt_errors import KernelError, SimtError, kernel_error
+from .simt_result import (
+    KINDS,
+    MEMORY_KINDS,
+    AccessMap,
+    ArrayStats,
+    Event,
+    Race,
+    ShuffleRead,
+    SimResult,
+    Stats,
+    UninitialisedRead,
+    _stats,
+)
+
+__all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "AccessMap", "ArrayStats", "Dim3", "Event",
+           "KernelError", "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
+           "UninitialisedRead", "WarpContext", "run"]
 
 #: Per-block and per-dimension limits of every compute capability since 2.0 (Programming
 #: Guide, "Compute Capabilities", Table "Technical Specifications").
@@ -101,20 +157,26 @@ GLOBAL_ALIGN = 256
 SHARED_ALIGN = 128
 
 ORDERS = ("ascending", "descending")
-KINDS = ("alu", "branch", "ld.global", "st.global", "ld.shared", "st.shared", "bar.sync")
+
+#: Element types of CUDA's atomic functions (Programming Guide, "Atomic Functions"); 16-bit
+#: and vector forms are left out.
+ATOMIC_DTYPES = {
+    "atomic_add": ("int32", "uint32", "uint64", "float32", "float64"),
+    "atomic_max": ("int32", "uint32", "int64", "uint64"),
+    "atomic_cas": ("int32", "uint32", "uint64"),
+}
 
 _THIS_FILE = __file__
 _LANE_BITS = np.array([1 << i for i in range(WARP_SIZE)], dtype=np.uint64)
+_LANE_IDS = np.arange(WARP_SIZE, dtype=np.int64)
+_ALL_BITS = (1 << WARP_SIZE) - 1
 _ALL = np.ones(WARP_SIZE, dtype=bool)
 _NONE = np.zeros(WARP_SIZE, dtype=bool)
-
-
-class SimtError(RuntimeError):
-    """A kernel did something the SIMT model (or CUDA) does not allow; the message says what."""
+_READ, _WRITE, _ATOMIC = 0, 1, 2
 
 
 class _Aborted(BaseException):
-    """Unwinds a warp thread when the run is abandoned (not an error of the kernel)."""
+    """Unwinds a warp when the run is abandoned (not an error of the kernel)."""
 
 
 class Dim3(NamedTuple):
@@ -127,6 +189,10 @@ class Dim3(NamedTuple):
 
 def _mask_int(mask: np.ndarray) -> int:
     return int(_LANE_BITS[mask].sum())
+
+
+def _bits_mask(bits: int) -> np.ndarray:
+    return (bits >> _LANE_IDS) & 1 == 1
 
 
 def _caller_line() -> int | None:
@@ -148,13 +214,14 @@ class Lanes:
     with ``y[...] = expr``, which writes only the active lanes (a masked move).
     """
 
+    __slots__ = ("_ctx", "_defined", "_v", "_variable")
     __hash__ = None  # == is element-wise
 
-    def __init__(self, ctx: WarpContext, values: np.ndarray, defined: np.ndarray,
+    def __init__(self, ctx: WarpContext, values: np.ndarray, defined: int,
                  variable: bool = False):
         self._ctx = ctx
         self._v = values
-        self._defined = defined
+        self._defined = defined  # bit i: lane i holds a value
         self._variable = variable
 
     @property
@@ -165,7 +232,7 @@ class Lanes:
     @property
     def defined(self) -> np.ndarray:
         """Which lanes hold a value (bool[32])."""
-        return self._defined.copy()
+        return _bits_mask(self._defined)
 
     @property
     def dtype(self):
@@ -173,25 +240,18 @@ class Lanes:
 
     def __repr__(self) -> str:
         shown = " ".join(str(v) if d else "·" for v, d in zip(self._v.tolist(),
-                                                               self._defined.tolist(),
+                                                               self.defined.tolist(),
                                                                strict=True))
         return f"Lanes({self._v.dtype}: [{shown}])"
 
-    # NumPy hands every ufunc on a Lanes (np.sqrt(x), 2 + x, np.maximum(x, y)) to us.
+    # NumPy hands every ufunc on a Lanes (np.sqrt(x), np.maximum(x, y)) to us.
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:
             return NotImplemented
-        ctx = None
         for v in inputs:
-            if isinstance(v, Lanes):
-                if ctx is None:
-                    ctx = v._ctx
-                elif v._ctx is not ctx:
-                    raise SimtError("a value from another warp was used: lane values belong to "
-                                    "the warp that computed them (share data through memory)")
-            elif not _is_scalar(v):
+            if not isinstance(v, Lanes) and not _is_scalar(v):
                 return NotImplemented
-        return ctx._alu(ufunc, inputs)
+        return self._ctx._alu(ufunc, inputs)
 
     def __bool__(self):
         raise TypeError(
@@ -218,25 +278,27 @@ class Lanes:
         self._ctx._assign(self, value)
 
     def __neg__(self):
-        return np.negative(self)
+        return self._ctx._alu(np.negative, (self,))
 
     def __pos__(self):
-        return np.positive(self)
+        return self._ctx._alu(np.positive, (self,))
 
     def __abs__(self):
-        return np.absolute(self)
+        return self._ctx._alu(np.absolute, (self,))
 
     def __invert__(self):
-        return np.invert(self)
+        return self._ctx._alu(np.invert, (self,))
 
 
 def _binary(ufunc, reflected=False):
+    # Operators call the warp directly: going through np.add(self, other) and
+    # __array_ufunc__ costs a few microseconds per instruction.
     if reflected:
         def op(self, other):
-            return ufunc(other, self)
+            return self._ctx._alu(ufunc, (other, self))
     else:
         def op(self, other):
-            return ufunc(self, other)
+            return self._ctx._alu(ufunc, (self, other))
     return op
 
 
@@ -262,6 +324,8 @@ def _is_scalar(v) -> bool:
 class _Memory:
     """A global or shared array as one warp sees it: ``a[i]`` loads, ``a[i] = v`` stores."""
 
+    __slots__ = ("_alloc", "_ctx", "_flat", "base", "contiguous", "data", "name", "space")
+
     def __init__(self, ctx, data: np.ndarray, base: int, name: str, space: str, alloc=None):
         self._ctx = ctx
         self.data = data
@@ -269,6 +333,15 @@ class _Memory:
         self.name = name
         self.space = space
         self._alloc = alloc
+        self.contiguous = data.flags.c_contiguous
+        # a flat view when there is one (row-major arrays); else elements go through .flat
+        self._flat = data.reshape(-1) if self.contiguous else data.flat
+
+    def take(self, flat: np.ndarray) -> np.ndarray:
+        return self._flat[flat]
+
+    def put(self, flat: np.ndarray, values) -> None:
+        self._flat[flat] = values
 
     shape = property(lambda self: self.data.shape)
     dtype = property(lambda self: self.data.dtype)
@@ -292,7 +365,13 @@ class _SharedAlloc:
     name: str
     data: np.ndarray
     base: int
-    written: np.ndarray
+    written: np.ndarray  # bool per element, flat: has any thread of the block written it?
+
+
+# Events are built without NamedTuple's keyword parsing in the hot paths; _NO_EXTRA is
+# every field after ``line`` at its default.
+_new_event = tuple.__new__
+_NO_EXTRA = (None,) * (len(Event._fields) - 9)
 
 
 # -- the warp context ---------------------------------------------------------------------------
@@ -309,30 +388,30 @@ class WarpContext:
 
     def __init__(self, block_run: _BlockRun, warp: int):
         self._b = block_run
-        sim = block_run.sim
+        sim = self._sim = block_run.sim
         self.warp = warp
         self.block_idx = block_run.block_idx
         self.block_dim = sim.block
         self.grid_dim = sim.grid
-        linear = warp * WARP_SIZE + np.arange(WARP_SIZE, dtype=np.int64)
+        linear = warp * WARP_SIZE + _LANE_IDS
         bx, by, _ = sim.block
         self._alive = linear < sim.threads_per_block
         self._stack = [_ALL]
         self._refresh()
         self._path: list[str] = []
-        self.lane = Lanes(self, np.arange(WARP_SIZE, dtype=np.int64), _ALL)
-        self.thread_idx = Dim3(Lanes(self, linear % bx, _ALL),
-                               Lanes(self, linear // bx % by, _ALL),
-                               Lanes(self, linear // (bx * by), _ALL))
+        self._path_t: tuple[str, ...] = ()
+        self.lane = Lanes(self, _LANE_IDS.copy(), _ALL_BITS)
+        self.thread_idx = Dim3(Lanes(self, linear % bx, _ALL_BITS),
+                               Lanes(self, linear // bx % by, _ALL_BITS),
+                               Lanes(self, linear // (bx * by), _ALL_BITS))
         self._step = 0
         self._time_offset = 0
         self._shared_calls = 0
         self._last_if = None
         self._args = tuple(self._wrap(a) for a in sim.args)
         # scheduling state
-        self._resume = threading.Semaphore(0)
         self.state = "new"
-        self.error = None
+        self._glet = None
         self._barrier_line = None
         self._barrier_event = None
 
@@ -347,6 +426,12 @@ class WarpContext:
     def _refresh(self):
         self._mask = self._stack[-1] & self._alive
         self._mask_bits = _mask_int(self._mask)
+        self._act = None  # indices of the active lanes, computed when first needed
+
+    def _active_lanes(self) -> np.ndarray:
+        if self._act is None:
+            self._act = self._mask.nonzero()[0]
+        return self._act
 
     def _push(self, branch_mask):
         self._stack.append(branch_mask)
@@ -362,38 +447,39 @@ class WarpContext:
         return self._mask_bits
 
     # -- recording -------------------------------------------------------------------------------
-    def _issue(self, kind, line, **mem):
+    def _issue(self, kind, line, **extra):
         """Record one warp instruction under the current mask; with no lane active nothing
         issues (the warp branches around the code)."""
-        b = self._b
-        if b.sim.abort:
-            raise _Aborted
         if not self._mask_bits:
             return None
-        b.sim.count += 1
-        if b.sim.count > b.sim.max_instructions:
+        sim = self._sim
+        sim.count += 1
+        if sim.count > sim.max_instructions:
             raise SimtError(
-                f"the kernel issued more than max_instructions={b.sim.max_instructions} warp "
+                f"the kernel issued more than max_instructions={sim.max_instructions} warp "
                 f"instructions (an endless t.while_ loop?); pass a larger max_instructions "
                 f"to run() if the kernel really is that long")
-        ev = dict(block=b.linear, warp=self.warp, step=self._step,
-                  time=self._step + self._time_offset, phase=b.phase, kind=kind,
-                  mask=self._mask_bits, path=tuple(self._path), line=line, **mem)
+        b = self._b
+        if extra:
+            ev = Event(b.linear, self.warp, self._step, self._step + self._time_offset, b.phase,
+                       kind, self._mask_bits, self._path_t, line, **extra)
+        else:  # the common case, without NamedTuple's argument parsing
+            ev = _new_event(Event, (b.linear, self.warp, self._step,
+                                    self._step + self._time_offset, b.phase, kind,
+                                    self._mask_bits, self._path_t, line, *_NO_EXTRA))
         self._step += 1
-        b.sim.events.append(ev)
-        return ev
+        sim.events.append(ev)
+        return len(sim.events) - 1
 
-    def _value(self, v, mask, what):
-        """The 32 lane values of ``v`` (Lanes or scalar); checks they exist on ``mask``."""
-        if isinstance(v, Lanes):
+    def _value(self, v, bits: int, what):
+        """The 32 lane values of ``v`` (Lanes or scalar); checks they exist on ``bits``."""
+        if type(v) is Lanes:
             if v._ctx is not self:
                 raise SimtError("a value from another warp was used: lane values belong to the "
                                 "warp that computed them (share data through memory)")
-            if v._defined is _ALL or v._defined is mask:
-                return v._v
-            missing = mask & ~v._defined
-            if missing.any():
-                raise SimtError(_undefined_message(what, missing, v._defined, self))
+            missing = bits & ~v._defined
+            if missing:
+                raise SimtError(_undefined_message(what, missing, v._defined))
             return v._v
         if _is_scalar(v):
             return v
@@ -402,47 +488,54 @@ class WarpContext:
 
     # -- arithmetic ------------------------------------------------------------------------------
     def _alu(self, ufunc, inputs):
-        mask = self._mask
-        args = [self._value(v, mask, "an operand") for v in inputs]
-        out = ufunc(*args)  # NumPy errors are off in warp threads: inf/nan as on a GPU
-        if not isinstance(out, np.ndarray) or out.shape != (WARP_SIZE,):
+        bits = self._mask_bits
+        args = []
+        for v in inputs:  # _value, inlined for the common case: this runs per instruction
+            if type(v) is Lanes and v._ctx is self and not bits & ~v._defined:
+                args.append(v._v)
+            else:
+                args.append(self._value(v, bits, "an operand"))
+        out = ufunc(*args)  # NumPy errors are off while warps run: inf/nan as on a GPU
+        if type(out) is not np.ndarray or out.shape != (WARP_SIZE,):
             out = np.broadcast_to(np.asarray(out), (WARP_SIZE,)).copy()
         self._issue("alu", _caller_line())
-        return Lanes(self, out, mask)
+        return Lanes(self, out, bits)
 
     def _assign(self, target: Lanes, value):
         if target._ctx is not self:
             raise SimtError("y[...] = value: y belongs to another warp")
+        bits = self._mask_bits
+        v = self._value(value, bits, "the value assigned with y[...] =")
         mask = self._mask
-        v = self._value(value, mask, "the value assigned with y[...] =")
         target._v[mask] = v[mask] if isinstance(v, np.ndarray) else v
-        target._defined = target._defined | mask
+        target._defined |= bits
 
     def local(self, value=0, dtype=None) -> Lanes:
         """Declare a per-thread variable (``float acc = 0;``) that branches can update with
         ``acc[...] = ...``.  One ``alu`` instruction (a move)."""
-        mask = self._mask
-        v = self._value(value, mask, "t.local's value")
+        bits = self._mask_bits
+        v = self._value(value, bits, "t.local's value")
         arr = np.empty(WARP_SIZE, dtype=dtype if dtype is not None else np.asarray(v).dtype)
         arr[:] = v
         self._issue("alu", _caller_line())
-        return Lanes(self, arr, mask.copy(), variable=True)
+        return Lanes(self, arr, bits, variable=True)
 
     def where(self, cond, a, b) -> Lanes:
         """``cond ? a : b`` per lane, without branching (a select instruction)."""
-        mask = self._mask
-        c = self._cond(cond, mask, "t.where's condition")
-        va = self._value(a, mask & c, "t.where's first value")
-        vb = self._value(b, mask & ~c, "t.where's second value")
+        bits = self._mask_bits
+        c = self._cond(cond, bits, "t.where's condition")
+        cbits = _mask_int(c)
+        va = self._value(a, bits & cbits, "t.where's first value")
+        vb = self._value(b, bits & ~cbits, "t.where's second value")
         out = np.where(c, va, vb)
         if out.shape != (WARP_SIZE,):
             out = np.broadcast_to(out, (WARP_SIZE,)).copy()
         self._issue("alu", _caller_line())
-        return Lanes(self, out, mask)
+        return Lanes(self, out, bits)
 
-    def _cond(self, cond, mask, what) -> np.ndarray:
+    def _cond(self, cond, bits, what) -> np.ndarray:
         if isinstance(cond, Lanes):
-            return np.asarray(self._value(cond, mask, what), dtype=bool)
+            return np.asarray(self._value(cond, bits, what), dtype=bool)
         if isinstance(cond, (bool, np.bool_, int, np.integer)):
             return _ALL if cond else _NONE
         raise TypeError(f"{what} must be a per-lane condition (e.g. t.thread_idx.x < n) or a "
@@ -456,6 +549,16 @@ class WarpContext:
     def else_(self) -> _Else:
         """``with t.else_():`` right after a ``with t.if_(...)`` block: the other lanes."""
         return _Else(self, _caller_line())
+
+    def _enter(self, branch_mask, label):
+        self._push(branch_mask)
+        self._path.append(label)
+        self._path_t = tuple(self._path)
+
+    def _leave(self):
+        self._pop()
+        self._path.pop()
+        self._path_t = tuple(self._path)
 
     def while_(self, cond, label: str | None = None):
         """``for _ in t.while_(lambda: i < n):`` loops while ``cond()`` holds for some lane.
@@ -474,7 +577,7 @@ class WarpContext:
             # the test runs in the enclosing code (like t.if_'s), the body in "label:loop"
             self._push(looping)
             try:
-                c = self._cond(cond(), self._mask, "the t.while_ condition")
+                c = self._cond(cond(), self._mask_bits, "the t.while_ condition")
                 self._issue("branch", line)
             finally:
                 self._pop()
@@ -484,20 +587,18 @@ class WarpContext:
             if ((looping & ~c) & self._alive).any():
                 diverged = True
             looping = still
-            self._push(looping)
-            self._path.append(f"{label}:loop")
+            self._enter(looping, f"{label}:loop")
             try:
                 yield
             finally:
-                self._path.pop()
-                self._pop()
+                self._leave()
         if diverged:
             self._marker(line)
 
     def return_if(self, cond) -> None:
         """``if (cond) return;``: lanes where ``cond`` holds stop for good."""
         mask = self._mask
-        c = self._cond(cond, mask, "t.return_if's condition")
+        c = self._cond(cond, self._mask_bits, "t.return_if's condition")
         self._issue("branch", _caller_line())
         self._alive = self._alive & ~(mask & c)
         self._refresh()
@@ -506,10 +607,9 @@ class WarpContext:
         """Note where a diverged warp's lanes meet again (no instruction is issued)."""
         if self._mask_bits:
             b = self._b
-            b.sim.events.append(dict(block=b.linear, warp=self.warp, step=self._step,
-                                     time=self._step + self._time_offset, phase=b.phase,
-                                     kind="reconverge", mask=self._mask_bits,
-                                     path=tuple(self._path), line=line))
+            self._sim.events.append(Event(b.linear, self.warp, self._step,
+                                          self._step + self._time_offset, b.phase,
+                                          "reconverge", self._mask_bits, self._path_t, line))
 
     # -- memory ----------------------------------------------------------------------------------
     def shared(self, shape, dtype=np.float32, name: str | None = None) -> _Memory:
@@ -539,74 +639,295 @@ class WarpContext:
                     f"memory is limited to {MAX_STATIC_SHARED_BYTES} bytes (48 KB) per block")
             data = (np.full(shape, np.nan, dtype) if dtype.kind == "f"
                     else np.zeros(shape, dtype))
-            a = _SharedAlloc(name or f"shared{k}", data, base, np.zeros(shape, bool))
+            name = name or f"shared{k}"
+            a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes
+            known = self._sim.shapes.setdefault(name, ("shared", shape, dtype.itemsize))
+            if known != ("shared", shape, dtype.itemsize):
+                raise SimtError(f"two arrays are called {name!r} ({known[0]} "
+                                f"{list(known[1])} and shared {list(shape)}): give each "
+                                f"shared array its own name=")
         return _Memory(self, a.data, a.base, a.name, "shared", alloc=k)
 
-    def _access(self, mem: _Memory, index, value, line):
-        store = value is not None
-        mask = self._mask
+    def _where_of(self, mem: _Memory, index, verb: str, line) -> tuple:
+        """``(lanes, flat, offsets)``: the active lanes, the flat (row-major) element
+        indices of ``mem[index]`` they touch and those elements' byte offsets from the
+        array's base, bounds-checked for the active lanes only (a switched-off lane's
+        index is never looked at)."""
         data = mem.data
-        if not isinstance(index, tuple):
+        if (type(index) is Lanes and mem.contiguous and data.ndim == 1 and index._ctx is self
+                and not self._mask_bits & ~index._defined and index._v.dtype.kind in "iu"):
+            # the common case, a[i] on a 1-D array, without the general loop below
+            act = self._active_lanes()
+            if self._mask_bits == _ALL_BITS:  # a copy: the race log keeps these indices
+                flat = index._v.astype(np.int64)
+            else:
+                flat = index._v[act].astype(np.int64, copy=False)
+            if np.count_nonzero(flat.view(np.uint64) >= data.shape[0]):
+                self._out_of_range(mem, (index,), act, verb)
+            return act, flat, flat * data.itemsize
+        if type(index) is not tuple:
             index = (index,)
         if len(index) != data.ndim:
             raise IndexError(f"{mem.name} has {data.ndim} dimension(s) {list(data.shape)}; "
                              f"index it with {data.ndim} index(es), got {len(index)}")
-        comps = []
+        bits = self._mask_bits
+        act = self._active_lanes()
+        flat = 0
+        shape = data.shape
         for k, ix in enumerate(index):
-            if isinstance(ix, Lanes):
-                v = self._value(ix, mask, f"the index into {mem.name}")
+            if type(ix) is Lanes:
+                v = self._value(ix, bits, f"the index into {mem.name}")
                 if v.dtype.kind not in "iu":
                     raise TypeError(f"index into {mem.name} must be an integer, got lane "
                                     f"values of type {v.dtype}")
-                comps.append(v.astype(np.int64, copy=False))
+                c = (v.astype(np.int64) if bits == _ALL_BITS
+                     else v[act].astype(np.int64, copy=False))
+                # one comparison finds both ends: negative values wrap to huge unsigned ones
+                if np.count_nonzero(c.view(np.uint64) >= shape[k]):
+                    self._out_of_range(mem, index, act, verb)
             elif isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_)):
-                comps.append(np.full(WARP_SIZE, int(ix), dtype=np.int64))
+                c = int(ix)
+                if not 0 <= c < shape[k]:
+                    self._out_of_range(mem, index, act, verb)
             else:
                 raise TypeError(f"index {k} into {mem.name} must be an int or integer lane "
                                 f"values, got {type(ix).__name__}")
-        kind = ("st." if store else "ld.") + mem.space
-        if not mask.any():
-            # Nothing issues; the values below only keep inactive code paths running.
-            return None if store else Lanes(self, np.zeros(WARP_SIZE, data.dtype), _NONE)
-        for k, c in enumerate(comps):
-            bad = mask & ((c < 0) | (c >= data.shape[k]))
-            if bad.any():
-                lane = int(np.flatnonzero(bad)[0])
-                where = ", ".join(str(int(cc[lane])) for cc in comps)
-                raise IndexError(
-                    f"line {line}: lane {lane} of warp {self.warp} in block "
-                    f"{tuple(self.block_idx)} (thread {self._thread_of(lane)}) "
-                    f"{'writes' if store else 'reads'} {mem.name}[{where}], outside its shape "
-                    f"{list(data.shape)}; on a GPU this would corrupt memory or fault")
-        offsets = sum(c * s for c, s in zip(comps, data.strides, strict=True))
-        addresses = mem.base + offsets
-        sel = tuple(c[mask] for c in comps)
-        if store:
-            v = self._value(value, mask, f"the value stored into {mem.name}")
-            data[sel] = v[mask] if isinstance(v, np.ndarray) else v
-            result = None
+            flat = c if k == 0 else flat * shape[k] + c
+        if type(flat) is not np.ndarray:  # every lane indexes the same element
+            flat = np.full(act.size, flat, dtype=np.int64)
+        if mem.contiguous:
+            offsets = flat * data.itemsize
         else:
-            out = np.zeros(WARP_SIZE, dtype=data.dtype)
-            out[mask] = data[sel]
-            result = Lanes(self, out, mask)
-        counts = _memory_counts(mem.space, addresses, mask, data.dtype.itemsize)
-        self._issue(kind, line, array=mem.name, **counts)
+            comps = np.unravel_index(flat, shape)
+            offsets = sum(c * s for c, s in zip(comps, data.strides, strict=True))
+        return act, flat, offsets
+
+    def _out_of_range(self, mem, index, act, verb):
+        """Raise the IndexError naming the first active lane whose index is outside."""
+        data = mem.data
+        comps = [self._value(ix, self._mask_bits, "index")[act] if type(ix) is Lanes
+                 else np.full(act.size, int(ix)) for ix in index]
+        bad = np.zeros(act.size, dtype=bool)
+        for k, c in enumerate(comps):
+            bad |= (c < 0) | (c >= data.shape[k])
+        j = int(np.argmax(bad))
+        lane = int(act[j])
+        where = ", ".join(str(int(c[j])) for c in comps)
+        raise IndexError(
+            f"lane {lane} of warp {self.warp} in block {tuple(self.block_idx)} "
+            f"(thread {self._thread_of(lane)}) {verb} {mem.name}[{where}], outside its shape "
+            f"{list(data.shape)}; on a GPU this would corrupt memory or fault")
+
+    def _access(self, mem: _Memory, index, value, line):
+        store = value is not None
+        if not self._mask_bits:
+            # Nothing issues; the values below only keep inactive code paths running.
+            return None if store else Lanes(self, np.zeros(WARP_SIZE, mem.data.dtype), 0)
+        lanes, flat, offsets = self._where_of(mem, index, "writes" if store else "reads", line)
+        full = self._mask_bits == _ALL_BITS
+        if store:
+            v = self._value(value, self._mask_bits, f"the value stored into {mem.name}")
+            mem.put(flat, v[lanes] if isinstance(v, np.ndarray) and not full else v)
+            result = None
+        elif full:
+            result = Lanes(self, mem.take(flat), _ALL_BITS)
+        else:
+            out = np.zeros(WARP_SIZE, dtype=mem.data.dtype)
+            out[lanes] = mem.take(flat)
+            result = Lanes(self, out, self._mask_bits)
+        kind = ("st." if store else "ld.") + mem.space
+        self._record(mem, kind, lanes, flat, offsets, line, _WRITE if store else _READ)
+        return result
+
+    def _record(self, mem, kind, lanes, flat, offsets, line, access, serialisation=None):
+        """Count one memory instruction and log what race/uninitialised checks need."""
+        counts = _memory_counts(mem.space, mem.base, offsets, self._mask, self._mask_bits,
+                                mem.data.dtype.itemsize)
+        sim = self._sim
+        indices = None
+        if sim.record_indices:
+            idx = [None] * WARP_SIZE
+            for lane, f in zip(lanes.tolist(), flat.tolist(), strict=True):
+                idx[lane] = f
+            indices = tuple(idx)
+        # _issue, unrolled: one Event built positionally (this runs per memory instruction)
+        sim.count += 1
+        if sim.count > sim.max_instructions:
+            self._issue(kind, line)  # raises the max_instructions error
+        b = self._b
+        sim.events.append(_new_event(Event, (
+            b.linear, self.warp, self._step, self._step + self._time_offset, b.phase, kind,
+            self._mask_bits, self._path_t, line, mem.name, *counts, serialisation, None,
+            None, indices)))
+        self._step += 1
         if mem.space == "shared":
             alloc = self._b.shared[mem._alloc]
-            flat = np.ravel_multi_index(sel, data.shape)
-            if store:
-                alloc.written.flat[flat] = True
-            elif not alloc.written.flat[flat].all():
-                self._b.sim.note(f"line {line}: warp {self.warp} of block "
-                                 f"{tuple(self.block_idx)} reads {mem.name} where nothing was "
-                                 f"written yet (shared memory starts undefined)")
-            self._b.log_shared(mem._alloc, flat, self.warp, store, line)
-        return result
+            if access != _WRITE:
+                written = alloc.written[flat]
+                if np.count_nonzero(written) != written.size:
+                    self._uninitialised(alloc, flat[~written], line)
+            if access != _READ:
+                alloc.written[flat] = True
+            self._b.access_log.append((mem._alloc, flat, self.warp, access, line))
+
+    def _uninitialised(self, alloc, flat, line):
+        """Record a read of unwritten shared memory: the first one per block, warp, line and
+        array (a loop would otherwise record the same mistake thousands of times)."""
+        sim = self._sim
+        key = (self._b.linear, self.warp, line, alloc.name)
+        if key in sim.uninitialised_seen:
+            return
+        sim.uninitialised_seen.add(key)
+        index = tuple(int(i) for i in np.unravel_index(int(flat[0]), alloc.data.shape))
+        if len(sim.uninitialised) < 1000:
+            sim.uninitialised.append(UninitialisedRead(self._b.linear, self.warp, line,
+                                                       alloc.name, index, int(flat.size)))
+        sim.note(f"line {line}: warp {self.warp} of block {tuple(self.block_idx)} reads "
+                 f"{alloc.name} where nothing was written yet (shared memory starts "
+                 f"undefined)")
 
     def _thread_of(self, lane: int) -> tuple[int, int, int]:
         return tuple(int(d._v[lane]) for d in self.thread_idx)
+
+    # -- atomics ---------------------------------------------------------------------------------
+    def atomic_add(self, array, index, value) -> Lanes:
+        """``old = atomicAdd(&array[index], value)`` for each active lane; returns ``old``.
+
+        Lanes hitting the same element are applied in lane order (CUDA: unspecified order).
+        """
+        return self._atomic("atomic_add", array, index, value, None, _caller_line())
+
+    def atomic_max(self, array, index, value) -> Lanes:
+        """``old = atomicMax(&array[index], value)``: stores ``max(old, value)``; returns
+        ``old``."""
+        return self._atomic("atomic_max", array, index, value, None, _caller_line())
+
+    def atomic_cas(self, array, index, compare, value) -> Lanes:
+        """``old = atomicCAS(&array[index], compare, value)``: stores ``value`` where
+        ``old == compare``; returns ``old`` (so a lane knows whether it won)."""
+        return self._atomic("atomic_cas", array, index, value, compare, _caller_line())
+
+    def _atomic(self, op, mem, index, value, compare, line) -> Lanes:
+        if not isinstance(mem, _Memory):
+            raise TypeError(f"t.{op}'s first argument must be a global or shared array "
+                            f"(a kernel argument or t.shared(...)), got {type(mem).__name__}")
+        data = mem.data
+        if data.dtype.name not in ATOMIC_DTYPES[op]:
+            raise TypeError(f"t.{op} on {mem.name}: CUDA has no {op.replace('_', '')[:6]}"
+                            f"{op[7:].capitalize()} for {data.dtype} elements; the array must "
+                            f"hold one of {', '.join(ATOMIC_DTYPES[op])}")
+        bits = self._mask_bits
+        if not bits:
+            return Lanes(self, np.zeros(WARP_SIZE, data.dtype), 0)
+        lanes, flat, offsets = self._where_of(mem, index, "updates", line)
+        v = self._lane_operand(value, bits, lanes, data.dtype, f"t.{op}'s value")
+        cmp = (None if compare is None else
+               self._lane_operand(compare, bits, lanes, data.dtype, f"t.{op}'s compare"))
+        _, counts = np.unique(flat, return_counts=True)
+        serial = int(counts.max())
+        if serial == 1:  # distinct elements: one vectorised read-modify-write
+            old = mem.take(flat)
+            mem.put(flat, _atomic_new(op, old, v, cmp))
+        else:  # lanes on the same element take turns, in lane order
+            old = np.empty(flat.size, data.dtype)
+            for j, f in enumerate(flat.tolist()):
+                o = mem._flat[f]
+                old[j] = o
+                mem._flat[f] = _atomic_new(op, o, v[j], None if cmp is None else cmp[j])
+        out = np.zeros(WARP_SIZE, dtype=data.dtype)
+        out[lanes] = old
+        self._record(mem, "atom." + mem.space, lanes, flat, offsets, line, _ATOMIC,
+                     serialisation=serial)
+        return Lanes(self, out, bits)
+
+    def _lane_operand(self, value, bits, lanes, dtype, what) -> np.ndarray:
+        """The active lanes' values of an operand, converted to the array's element type
+        (as C converts an argument to the parameter's type)."""
+        v = self._value(value, bits, what)
+        if isinstance(v, np.ndarray):
+            return v[lanes].astype(dtype)
+        return np.full(lanes.size, v).astype(dtype)
+
+    # -- warp-level primitives -------------------------------------------------------------------
+    def shfl_down(self, value, delta) -> Lanes:
+        """``__shfl_down_sync(0xffffffff, value, delta)``: lane i gets lane i + delta's
+        value; where i + delta > 31 it keeps its own."""
+        line = _caller_line()
+        d = self._shfl_operand(delta, "delta", line)
+        return self._shuffle("shfl_down", value, _LANE_IDS + d, line)
+
+    def shfl_up(self, value, delta) -> Lanes:
+        """``__shfl_up_sync(0xffffffff, value, delta)``: lane i gets lane i - delta's value;
+        where i - delta < 0 it keeps its own."""
+        line = _caller_line()
+        d = self._shfl_operand(delta, "delta", line)
+        return self._shuffle("shfl_up", value, _LANE_IDS - d, line)
+
+    def shfl_xor(self, value, lane_mask) -> Lanes:
+        """``__shfl_xor_sync(0xffffffff, value, lane_mask)``: lane i gets lane
+        i ^ lane_mask's value (the butterfly of a warp reduction)."""
+        line = _caller_line()
+        m = self._shfl_operand(lane_mask, "lane_mask", line)
+        return self._shuffle("shfl_xor", value, _LANE_IDS ^ m, line)
+
+    def shfl_idx(self, value, src_lane) -> Lanes:
+        """``__shfl_sync(0xffffffff, value, src_lane)``: every lane gets lane
+        ``src_lane % 32``'s value (a broadcast when ``src_lane`` is one number)."""
+        line = _caller_line()
+        s = self._shfl_operand(src_lane, "src_lane", line, signed=True)
+        return self._shuffle("shfl_idx", value, s % WARP_SIZE, line)
+
+    def _shfl_operand(self, v, what, line, signed=False):
+        """An int, or lane values, for a shuffle's lane argument."""
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            if v < 0 and not signed:
+                raise ValueError(f"{what}={v} must be >= 0 (it is an unsigned int in CUDA)")
+            return int(v)
+        if type(v) is Lanes:
+            vals = self._value(v, self._mask_bits, what)
+            if vals.dtype.kind not in "iu":
+                raise TypeError(f"{what} must be an integer, got lane values of type "
+                                f"{vals.dtype}")
+            vals = vals.astype(np.int64)
+            if not signed and (vals[self._mask] < 0).any():
+                raise ValueError(f"{what} must be >= 0 on every active lane (it is an "
+                                 f"unsigned int in CUDA)")
+            return vals
+        raise TypeError(f"{what} must be an int or integer lane values, "
+                        f"got {type(v).__name__}")
+
+    def _shuffle(self, op, value, src, line) -> Lanes:
+        bits = self._mask_bits
+        v = self._value(value, bits, f"t.{op}'s value")
+        if not isinstance(v, np.ndarray):
+            v = np.full(WARP_SIZE, v)
+        if not bits:
+            return Lanes(self, v.copy(), 0)
+        inside = (src >= 0) & (src < WARP_SIZE)
+        src = np.where(inside, src, _LANE_IDS)   # outside the warp: the lane's own value
+        out = v[src]
+        mask = self._mask
+        stray = mask & inside & ~mask[src]
+        n_stray = int(np.count_nonzero(stray))
+        if n_stray:
+            sim = self._sim
+            for lane in np.flatnonzero(stray).tolist():
+                if len(sim.shuffle_reads) < 1000:
+                    sim.shuffle_reads.append(ShuffleRead(self._b.linear, self.warp, line, op,
+                                                         lane, int(src[lane])))
+            first = int(np.argmax(stray))
+            sim.note(f"line {line}: {op} read lane {int(src[first])}, which was not active "
+                     f"(warp {self.warp} of block {tuple(self.block_idx)}); CUDA leaves that "
+                     f"value undefined")
+        self._issue("shfl", line, inactive_reads=n_stray)
+        return Lanes(self, out, bits)
+
+    def syncwarp(self) -> None:
+        """``__syncwarp()``: the warp's lanes meet (one ``bar.warp`` instruction).  Lanes of
+        a warp already run in lockstep here, so it only costs the instruction."""
+        self._issue("bar.warp", _caller_line())
 
     # -- barrier ---------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -618,45 +939,61 @@ class WarpContext:
             return
         if (self._alive & ~mask).any():
             raise SimtError(
-                f"line {line}: t.sync() inside a branch that only some lanes of warp "
-                f"{self.warp} took; __syncthreads() in divergent code is undefined behaviour "
-                f"(the other lanes never arrive). Move the barrier out of the branch.")
+                f"t.sync() inside a branch that only some lanes of warp {self.warp} took; "
+                f"__syncthreads() in divergent code is undefined behaviour (the other lanes "
+                f"never arrive). Move the barrier out of the branch.")
         self._barrier_event = self._issue("bar.sync", line)
         self._barrier_line = line
         self._b.wait_at_barrier(self)
 
 
+def _atomic_new(op, old, v, cmp):
+    if op == "atomic_add":
+        return old + v
+    if op == "atomic_max":
+        return np.maximum(old, v)
+    return np.where(old == cmp, v, old)
+
+
 _COUNT_CACHE: dict = {}
 
 
-def _memory_counts(space: str, addresses: np.ndarray, mask: np.ndarray, itemsize: int) -> dict:
-    """The memory model's counts for one warp access, memoised.
+def _memory_counts(space: str, base: int, offsets: np.ndarray, mask: np.ndarray,
+                   mask_bits: int, itemsize: int) -> tuple:
+    """The memory model's counts for one warp access, memoised: the tuple (sectors,
+    requests, requested_bytes, wavefronts, ideal_wavefronts, bank_conflicts) in
+    :class:`Event`'s field order, ``None`` where a field is for the other space.
 
     Sectors and lines (global) and banks, words and wavefronts (shared) do not change when
     every address moves by the same multiple of 128 bytes, so the pattern is cached relative
     to its first 128-byte boundary: regular kernels repeat a handful of patterns.
+    ``offsets``: byte offsets of the active lanes' elements, in lane order.
     """
-    shift = int(addresses[mask].min()) // 128 * 128
-    key = (space, itemsize, (addresses - shift)[mask].tobytes(), mask.tobytes())
+    # relative to the 128-byte boundary below the first active lane's address (the
+    # counts are the same for any such shift; lanes below it give negative numbers)
+    first = base + int(offsets[0])
+    relative = offsets + (base - first // 128 * 128)
+    key = (space, itemsize, relative.tobytes(), mask_bits)
     hit = _COUNT_CACHE.get(key)
     if hit is not None:
         return hit
+    full = np.zeros(WARP_SIZE, dtype=np.int64)
+    full[mask] = base + offsets
     if space == "global":
-        g = global_load(addresses, itemsize, mask=mask)
-        hit = dict(sectors=g.sectors, requests=g.requests,
-                   requested_bytes=int(mask.sum()) * itemsize)
+        g = global_load(full, itemsize, mask=mask)
+        hit = (g.sectors, g.requests, int(mask.sum()) * itemsize, None, None, None)
     else:
-        s = shared_load(addresses, itemsize, mask=mask)
-        hit = dict(wavefronts=s.wavefronts, bank_conflicts=s.bank_conflicts)
+        s = shared_load(full, itemsize, mask=mask)
+        hit = (None, None, None, s.wavefronts, s.ideal_wavefronts, s.bank_conflicts)
     if len(_COUNT_CACHE) > 20_000:
         _COUNT_CACHE.clear()
     _COUNT_CACHE[key] = hit
     return hit
 
 
-def _undefined_message(what, missing, defined, ctx) -> str:
-    lanes = np.flatnonzero(missing).tolist()
-    has = np.flatnonzero(defined).tolist()
+def _undefined_message(what, missing: int, defined: int) -> str:
+    lanes = np.flatnonzero(_bits_mask(missing)).tolist()
+    has = np.flatnonzero(_bits_mask(defined)).tolist()
     return (f"{what} is not defined on lanes {_lane_list(lanes)} that are active here (it "
             f"holds values only for lanes {_lane_list(has)}, probably because it was assigned "
             f"inside a t.if_/t.else_/t.while_ body). Declare it before the branch with "
@@ -680,22 +1017,22 @@ class _Branch:
     def __enter__(self):
         ctx = self.ctx
         parent = ctx._mask
-        c = ctx._cond(self.cond, parent, "t.if_'s condition")
+        c = ctx._cond(self.cond, ctx._mask_bits, "t.if_'s condition")
         ctx._issue("branch", self.line)
         self.c = c
         self.diverged = bool((parent & c).any() and (parent & ~c).any())
-        ctx._push(ctx._stack[-1] & c)
-        ctx._path.append(f"{self.label}:then")
+        ctx._enter(ctx._stack[-1] & c, f"{self.label}:then")
         return self
 
     def __exit__(self, *exc):
         ctx = self.ctx
-        ctx._pop()
-        ctx._path.pop()
+        ctx._leave()
         if exc[0] is None:
             if self.diverged:
                 ctx._marker(self.line)
-            ctx._last_if = (self, len(ctx._stack), len(ctx._b.sim.events))
+            # (the warp's own issue slot: other warps' events may come in between when
+            # the body has a barrier)
+            ctx._last_if = (self, len(ctx._stack), ctx._step)
         return False
 
 
@@ -707,284 +1044,23 @@ class _Else:
         ctx = self.ctx
         last = ctx._last_if
         ctx._last_if = None
-        if last is None or last[1] != len(ctx._stack) or last[2] != len(ctx._b.sim.events):
-            raise SimtError(f"line {self.line}: t.else_() must directly follow a "
-                            f"`with t.if_(...)` block at the same level")
+        if last is None or last[1] != len(ctx._stack) or last[2] != ctx._step:
+            raise SimtError("t.else_() must directly follow a `with t.if_(...)` block at the "
+                            "same level")
         self.branch = br = last[0]
-        events = ctx._b.sim.events
-        if br.diverged and events and events[-1]["kind"] == "reconverge":
+        events = ctx._sim.events
+        if (br.diverged and events and events[-1].kind == "reconverge"
+                and events[-1].warp == ctx.warp and events[-1].block == ctx._b.linear):
             events.pop()  # the lanes meet after the else, not between the two paths
-        ctx._push(ctx._stack[-1] & ~br.c)
-        ctx._path.append(f"{br.label}:else")
+        ctx._enter(ctx._stack[-1] & ~br.c, f"{br.label}:else")
         return self
 
     def __exit__(self, *exc):
         ctx = self.ctx
-        ctx._pop()
-        ctx._path.pop()
+        ctx._leave()
         if exc[0] is None and self.branch.diverged:
             ctx._marker(self.branch.line)
         return False
-
-
-# -- results --------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Event:
-    """One warp instruction (or a ``reconverge`` marker, which issues nothing).
-
-    ``step``: the warp's issue slot (0, 1, 2, ...); ``time``: step plus the slots the warp
-    spent waiting at barriers for slower warps, so warps line up at barriers; ``phase``: how
-    many barriers the block has passed; ``mask``: active lanes, bit i = lane i;
-    ``path``: the branch bodies it is inside (``"L12:then"``, ``"parity:else"``, ...).
-    Memory instructions carry the memory model's counts; ``bar.sync`` carries ``wait``.
-    """
-
-    block: int
-    warp: int
-    step: int
-    time: int
-    phase: int
-    kind: str
-    mask: int
-    path: tuple[str, ...]
-    line: int | None
-    array: str | None = None
-    sectors: int | None = None
-    requests: int | None = None
-    requested_bytes: int | None = None
-    wavefronts: int | None = None
-    bank_conflicts: int | None = None
-    wait: int | None = None
-
-    @property
-    def issued(self) -> bool:
-        return self.kind != "reconverge"
-
-    @property
-    def active(self) -> int:
-        """Active lanes."""
-        return self.mask.bit_count()
-
-    @property
-    def lanes(self) -> np.ndarray:
-        """The active mask as bool[32]."""
-        return (self.mask >> np.arange(WARP_SIZE)) & 1 == 1
-
-    def in_region(self, region: str) -> bool:
-        """Inside the branch labelled ``region`` (``"parity"`` = both paths,
-        ``"parity:then"`` = one)."""
-        return any(p == region or p.startswith(region + ":") for p in self.path)
-
-
-@dataclass(frozen=True)
-class Race:
-    """A shared-memory word that two warps touched between the same two barriers, one
-    of them writing it: a missing ``__syncthreads()``."""
-
-    block: int
-    phase: int
-    array: str
-    index: tuple[int, ...]
-    writer_warp: int
-    writer_line: int | None
-    other_warp: int
-    other_line: int | None
-    other_access: str  # "read" or "write"
-
-    def __str__(self) -> str:
-        where = ("before the first t.sync()" if self.phase == 0
-                 else f"after t.sync() #{self.phase}")
-        idx = ", ".join(map(str, self.index))
-        return (f"race on {self.array}[{idx}] in block {self.block} {where}: warp "
-                f"{self.writer_warp} writes it (line {self.writer_line}) and warp "
-                f"{self.other_warp} {'reads' if self.other_access == 'read' else 'writes'} it "
-                f"(line {self.other_line}) with no barrier in between")
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Totals over a set of warp instructions.
-
-    simt_efficiency     = sum(active lanes) / (32 x instructions)
-    sectors_per_request = global sectors / global requests (4 is ideal for 4-byte loads)
-    global_efficiency   = bytes the lanes asked for / (sectors x 32 B)
-    bank_conflicts      = shared wavefronts - ideal wavefronts (Nsight Compute's count)
-    barrier_wait        = issue slots warps spent waiting at barriers for slower warps
-    """
-
-    instructions: int
-    active_lanes: int
-    by_kind: dict = field(hash=False)
-    global_requests: int
-    global_sectors: int
-    global_requested_bytes: int
-    shared_requests: int
-    shared_wavefronts: int
-    bank_conflicts: int
-    barrier_instructions: int
-    barrier_wait: int
-
-    @property
-    def simt_efficiency(self) -> float:
-        return self.active_lanes / (WARP_SIZE * self.instructions) if self.instructions else 0.0
-
-    @property
-    def sectors_per_request(self) -> float:
-        return (self.global_sectors / self.global_requests if self.global_requests
-                else float("nan"))
-
-    @property
-    def global_efficiency(self) -> float:
-        moved = 32 * self.global_sectors
-        return self.global_requested_bytes / moved if moved else float("nan")
-
-    def __repr__(self) -> str:
-        parts = [f"{self.instructions} warp instructions, SIMT efficiency "
-                 f"{self.simt_efficiency:.1%}"]
-        if self.global_requests:
-            parts.append(f"global: {self.global_requests} requests, {self.global_sectors} "
-                         f"sectors ({self.sectors_per_request:.2f} sectors/request, "
-                         f"{self.global_efficiency:.0%} of moved bytes used)")
-        if self.shared_requests:
-            parts.append(f"shared: {self.shared_requests} requests, {self.shared_wavefronts} "
-                         f"wavefronts, {self.bank_conflicts} bank conflicts")
-        if self.barrier_instructions:
-            parts.append(f"{self.barrier_instructions} barrier instructions, "
-                         f"{self.barrier_wait} issue slots waiting")
-        return "Stats(" + "; ".join(parts) + ")"
-
-
-def _stats(events) -> Stats:
-    by_kind = dict.fromkeys(KINDS, 0)
-    active = greq = gsec = gbytes = sreq = swave = sconf = bwait = 0
-    for e in events:
-        if e.kind == "reconverge":
-            continue
-        by_kind[e.kind] += 1
-        active += e.active
-        if e.sectors is not None:
-            greq += e.requests
-            gsec += e.sectors
-            gbytes += e.requested_bytes
-        elif e.wavefronts is not None:
-            sreq += 1
-            swave += e.wavefronts
-            sconf += e.bank_conflicts
-        elif e.wait:
-            bwait += e.wait
-    return Stats(instructions=sum(by_kind.values()), active_lanes=active, by_kind=by_kind,
-                 global_requests=greq, global_sectors=gsec, global_requested_bytes=gbytes,
-                 shared_requests=sreq, shared_wavefronts=swave, bank_conflicts=sconf,
-                 barrier_instructions=by_kind["bar.sync"], barrier_wait=bwait)
-
-
-@dataclass(frozen=True, repr=False)
-class SimResult:
-    """What a run recorded: the event log, races, notes and totals.
-
-    ``barriers``: block-wide barriers passed (one per ``__syncthreads()`` per block);
-    ``notes``: things worth a look that are not errors (uninitialised shared reads,
-    warps meeting at different barriers).
-    """
-
-    kernel: str
-    grid: Dim3
-    block: Dim3
-    order: object
-    events: tuple[Event, ...]
-    races: tuple[Race, ...]
-    notes: tuple[str, ...]
-    barriers: int
-    totals: Stats
-
-    # the numbers a lesson asks for first
-    simt_efficiency = property(lambda self: self.totals.simt_efficiency)
-    instructions = property(lambda self: self.totals.instructions)
-    sectors_per_request = property(lambda self: self.totals.sectors_per_request)
-    bank_conflicts = property(lambda self: self.totals.bank_conflicts)
-
-    @property
-    def warps_per_block(self) -> int:
-        return -(-self.block.x * self.block.y * self.block.z // WARP_SIZE)
-
-    def stats(self, *, region: str | None = None, kind: str | None = None,
-              block: int | None = None, warp: int | None = None) -> Stats:
-        """Totals over the instructions that match every filter given.
-
-        ``region``: a branch label (``t.if_(cond, "parity")`` → ``"parity"`` for both paths,
-        ``"parity:then"``/``"parity:else"`` for one; unlabelled branches are ``"L<line>"``);
-        ``kind``: one of :data:`KINDS`, or ``"global"``/``"shared"`` for both directions;
-        ``block``: linear block index; ``warp``: warp index within the block.
-        """
-        if kind is not None:
-            _validate.choice("kind", kind, (*KINDS, "global", "shared"))
-        evs = [e for e in self.events
-               if (region is None or e.in_region(region))
-               and (kind is None or e.kind == kind or e.kind.endswith("." + kind))
-               and (block is None or e.block == block)
-               and (warp is None or e.warp == warp)]
-        return _stats(evs)
-
-    def warp_events(self, block: int = 0, warp: int = 0) -> list[Event]:
-        """One warp's issued instructions in issue order."""
-        return [e for e in self.events if e.block == block and e.warp == warp and e.issued]
-
-    def lane_matrix(self, block: int = 0, warp: int = 0) -> np.ndarray:
-        """bool[32, steps]: which lanes were active at each issue slot of one warp —
-        the lanes x time picture of divergence."""
-        evs = self.warp_events(block, warp)
-        if not evs:
-            return np.zeros((WARP_SIZE, 0), dtype=bool)
-        return np.stack([e.lanes for e in evs], axis=1)
-
-    def __repr__(self) -> str:
-        t = self.totals
-        order = (f"{self.order} order" if isinstance(self.order, str)
-                 else f"random order, seed {self.order}")
-        lines = [f"SimResult({self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
-                 f", warps take turns in {order})",
-                 f"  {t.instructions} warp instructions, SIMT efficiency "
-                 f"{t.simt_efficiency:.1%}"]
-        if t.global_requests:
-            lines.append(f"  global memory: {t.global_requests} requests, {t.global_sectors} "
-                         f"sectors = {t.sectors_per_request:.2f} sectors/request "
-                         f"({t.global_efficiency:.0%} of moved bytes used)")
-        if t.shared_requests:
-            lines.append(f"  shared memory: {t.shared_requests} requests, "
-                         f"{t.shared_wavefronts} wavefronts, {t.bank_conflicts} bank "
-                         f"conflicts")
-        lines.append(f"  barriers: {self.barriers} (block-wide), "
-                     f"{t.barrier_wait} issue slots spent waiting")
-        if self.races:
-            lines.append(f"  RACES: {len(self.races)} shared words, e.g.")
-            lines += [f"    {r}" for r in self.races[:3]]
-        else:
-            lines.append("  races: none found")
-        lines += [f"  note: {n}" for n in self.notes[:5]]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        t = self.totals
-        rows = [("launch", f"{self.kernel}&lt;&lt;&lt;{_dim_text(self.grid)}, "
-                           f"{_dim_text(self.block)}&gt;&gt;&gt;"),
-                ("warp instructions", f"{t.instructions}"),
-                ("SIMT efficiency", f"{t.simt_efficiency:.1%}"),
-                ("global requests", f"{t.global_requests}"),
-                ("sectors / request",
-                 f"{t.sectors_per_request:.2f}" if t.global_requests else "–"),
-                ("shared requests", f"{t.shared_requests}"),
-                ("bank conflicts", f"{t.bank_conflicts}"),
-                ("barriers", f"{self.barriers}"),
-                ("races", f"{len(self.races)}" + (f": {self.races[0]}" if self.races else ""))]
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-        return f"<table><caption>SIMT run</caption>{body}</table>"
-
-
-def _dim_text(d: Dim3) -> str:
-    if d.y == 1 and d.z == 1:
-        return str(d.x)
-    return f"({d.x}, {d.y}, {d.z})"
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -999,7 +1075,8 @@ class _GlobalArg:
 class _Sim:
     """State shared by all blocks of one run."""
 
-    def __init__(self, kernel, grid, block, args, order, max_instructions):
+    def __init__(self, kernel, grid, block, args, order, max_instructions, record_indices,
+                 shapes):
         self.kernel = kernel
         self.grid = grid
         self.block = block
@@ -1009,15 +1086,19 @@ class _Sim:
         self.order = order
         self.rng = np.random.default_rng(order) if not isinstance(order, str) else None
         self.max_instructions = max_instructions
-        self.events: list[dict] = []
+        self.record_indices = record_indices
+        self.shapes = shapes  # array name -> (space, shape, itemsize)
+        self.events: list[Event] = []
         self.races: list[Race] = []
         self.notes: list[str] = []
+        self.uninitialised: list[UninitialisedRead] = []
+        self.uninitialised_seen: set = set()
+        self.shuffle_reads: list[ShuffleRead] = []
         self.barriers = 0
         self.count = 0
-        self.abort = False
 
     def note(self, text: str):
-        if text not in self.notes and len(self.notes) < 50:
+        if len(self.notes) < 50 and text not in self.notes:
             self.notes.append(text)
 
     def warp_order(self, n: int) -> list[int]:
@@ -1028,40 +1109,13 @@ class _Sim:
         return [int(i) for i in self.rng.permutation(n)]
 
 
-class _Workers:
-    """Threads that run warps, kept between blocks and runs: starting a thread costs more
-    than running a small warp.  Only one of them executes at a time (see _BlockRun)."""
-
-    def __init__(self):
-        self._idle: list = []
-        self._lock = threading.Lock()
-
-    def submit(self, job):
-        with self._lock:
-            slot = self._idle.pop() if self._idle else None
-        if slot is None:
-            slot = [None, threading.Semaphore(0)]
-            threading.Thread(target=self._loop, args=(slot,), daemon=True,
-                             name="simt-warp").start()
-        slot[0] = job
-        slot[1].release()
-
-    def _loop(self, slot):
-        while True:
-            slot[1].acquire()
-            job, slot[0] = slot[0], None
-            try:
-                job()
-            finally:
-                with self._lock:
-                    self._idle.append(slot)
-
-
-_WORKERS = _Workers()
-
-
 class _BlockRun:
-    """One thread block: its warps take turns, one barrier phase at a time."""
+    """One thread block: its warps take turns, one barrier phase at a time.
+
+    Each warp is a greenlet; ``run`` switches to a warp, which runs until it reaches a
+    barrier (and switches back) or finishes.  An exception in a warp comes out of that
+    switch, and the warps still waiting at a barrier are unwound with ``_Aborted``.
+    """
 
     def __init__(self, sim: _Sim, linear: int, block_idx: Dim3):
         self.sim = sim
@@ -1071,16 +1125,12 @@ class _BlockRun:
         self.shared: list[_SharedAlloc] = []
         self.shared_top = 0
         self.access_log: list[tuple] = []
-        self._back = threading.Semaphore(0)
-
-    def log_shared(self, alloc, flat, warp, is_write, line):
-        self.access_log.append((alloc, flat, warp, is_write, line))
 
     def run(self):
         sim = self.sim
         warps = [WarpContext(self, w) for w in range(sim.warps_per_block)]
         for w in warps:
-            _WORKERS.submit(lambda w=w: self._warp_main(w))
+            w._glet = greenlet(self._warp_main)
         try:
             while any(w.state in ("new", "barrier") for w in warps):
                 for i in sim.warp_order(len(warps)):
@@ -1088,44 +1138,29 @@ class _BlockRun:
                     if w.state not in ("new", "barrier"):
                         continue
                     w.state = "running"
-                    w._resume.release()
-                    self._back.acquire()
-                    if w.error is not None:
-                        raise w.error
+                    w._glet.switch(w)
                 self._end_phase(warps)
         except BaseException:
             self._abandon(warps)
             raise
 
     def _warp_main(self, w: WarpContext):
-        w._resume.acquire()
-        np.seterr(all="ignore")  # this thread only: float faults give inf/nan, as on a GPU
-        try:
-            if not self.sim.abort:
+        with np.errstate(all="ignore"):  # float faults give inf/nan, as on a GPU
+            try:
                 self.sim.kernel(w, *w._args)
-            w.state = "done"
-        except _Aborted:
-            w.state = "aborted"
-        except BaseException as e:  # handed to the scheduler thread, which re-raises it
-            w.error = e
-            w.state = "error"
-        finally:
-            self._back.release()
+            except _Aborted:
+                w.state = "aborted"
+                return
+        w.state = "done"
 
     def wait_at_barrier(self, w: WarpContext):
         w.state = "barrier"
-        self._back.release()
-        w._resume.acquire()
-        if self.sim.abort:
-            raise _Aborted
+        w._glet.parent.switch()
 
     def _abandon(self, warps):
-        self.sim.abort = True
         for w in warps:
-            if w.state in ("new", "barrier"):
-                w.state = "aborting"
-                w._resume.release()
-                self._back.acquire(timeout=1.0)
+            if w.state == "barrier" and w._glet:
+                w._glet.throw(_Aborted())
 
     def _end_phase(self, warps):
         at_barrier = [w for w in warps if w.state == "barrier"]
@@ -1138,11 +1173,12 @@ class _BlockRun:
                           f"lines {sorted(lines)}; __syncthreads() must be reached by all "
                           f"threads at the same call")
         # The barrier opens when the last warp arrives; the others wait for it.
-        arrive = {w.warp: w._barrier_event["time"] for w in at_barrier}
+        events = self.sim.events
+        arrive = {w.warp: events[w._barrier_event].time for w in at_barrier}
         release = max(arrive.values())
         for w in at_barrier:
             wait = release - arrive[w.warp]
-            w._barrier_event["wait"] = wait
+            events[w._barrier_event] = events[w._barrier_event]._replace(wait=wait)
             w._time_offset += wait
         self.phase += 1
         self.sim.barriers += 1
@@ -1153,36 +1189,51 @@ class _BlockRun:
             return
         for k, alloc in enumerate(self.shared):
             entries = [e for e in log if e[0] == k]
-            if not entries:
-                continue
+            if len({e[2] for e in entries}) < 2:
+                continue  # one warp alone cannot race with itself here
             sizes = [len(e[1]) for e in entries]
             elems = np.concatenate([e[1] for e in entries])
             warp = np.repeat([e[2] for e in entries], sizes)
-            write = np.repeat([e[3] for e in entries], sizes)
+            access = np.repeat([e[3] for e in entries], sizes)
             seq = np.repeat(np.arange(len(entries)), sizes)
             order = np.lexsort((seq, elems))
-            elems, warp, write, seq = elems[order], warp[order], write[order], seq[order]
+            elems, warp, access, seq = elems[order], warp[order], access[order], seq[order]
             starts = np.flatnonzero(np.r_[True, elems[1:] != elems[:-1]])
-            wmin = np.minimum.reduceat(warp, starts)
-            wmax = np.maximum.reduceat(warp, starts)
-            anyw = np.logical_or.reduceat(write, starts)
             ends = np.r_[starts[1:], len(elems)]
-            for g in np.flatnonzero(anyw & (wmin != wmax)):
+            several = np.minimum.reduceat(warp, starts) != np.maximum.reduceat(warp, starts)
+            writes = np.logical_or.reduceat(access != _READ, starts)
+            plain = np.logical_or.reduceat(access != _ATOMIC, starts)
+            for g in np.flatnonzero(several & writes & plain):
                 s, e = starts[g], ends[g]
-                gw, gwr, gseq = warp[s:e], write[s:e], seq[s:e]
-                first = int(np.flatnonzero(gwr)[0])
-                writer = int(gw[first])
-                others = np.flatnonzero(gw != writer)
-                # prefer another writer (write-write), else the first reader
-                other_writes = others[gwr[others]]
-                o = int(other_writes[0]) if other_writes.size else int(others[0])
+                found = _race_pair(warp[s:e], access[s:e])
+                if found is None:
+                    continue
+                a, b = found
                 self.sim.races.append(Race(
                     block=self.linear, phase=self.phase, array=alloc.name,
                     index=tuple(int(i) for i in np.unravel_index(int(elems[s]),
                                                                  alloc.data.shape)),
-                    writer_warp=writer, writer_line=entries[int(gseq[first])][4],
-                    other_warp=int(gw[o]), other_line=entries[int(gseq[o])][4],
-                    other_access="write" if gwr[o] else "read"))
+                    writer_warp=int(warp[s + a]), writer_line=entries[int(seq[s + a])][4],
+                    other_warp=int(warp[s + b]), other_line=entries[int(seq[s + b])][4],
+                    other_access=("read", "write", "atomic")[access[s + b]],
+                    writer_access=("read", "write", "atomic")[access[s + a]]))
+
+
+def _race_pair(warp: np.ndarray, access: np.ndarray):
+    """Positions (writer, other) of two accesses of one word by different warps that race:
+    at least one writes and not both are atomic; ``None`` if there are none."""
+    plain_writes = np.flatnonzero(access == _WRITE)
+    for a in plain_writes.tolist():  # a plain write races with any access of another warp
+        others = np.flatnonzero(warp != warp[a])
+        if others.size:
+            other_writes = others[access[others] != _READ]
+            return a, int(other_writes[0] if other_writes.size else others[0])
+    atomics = np.flatnonzero(access == _ATOMIC)
+    for a in atomics.tolist():  # an atomic races with a plain read of another warp
+        readers = np.flatnonzero((warp != warp[a]) & (access == _READ))
+        if readers.size:
+            return a, int(readers[0])
+    return None
 
 
 def _dim3(name: str, value, limits) -> Dim3:
@@ -1214,7 +1265,7 @@ def _kernel_params(kernel) -> list[str]:
 
 
 def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 200_000,
-        max_warps: int = 4096) -> SimResult:
+        max_warps: int = 4096, record_indices: bool = False) -> SimResult:
     """Run ``kernel<<<grid, block>>>(*args)`` warp by warp and record what happened.
 
     ``kernel(t, *args)``: a Python function written from one thread's view (see the module
@@ -1224,6 +1275,11 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
     ``order``: the order in which a block's warps take turns between barriers:
     ``"ascending"``, ``"descending"``, or an int seed for a random order per barrier phase.
     ``max_instructions``, ``max_warps``: guards against runaway kernels and huge grids.
+    ``record_indices``: keep, for every memory instruction, the element each active lane
+    touched (``Event.indices``), for pictures of the access pattern.
+
+    Anything the kernel raises comes out as a :class:`KernelError` at the kernel's line
+    (:mod:`gpu_lessons.simt_errors`); arrays keep what the kernel wrote before the error.
     """
     if not callable(kernel):
         raise TypeError(f"kernel must be a function kernel(t, ...), got {type(kernel).__name__}")
@@ -1239,6 +1295,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
         order = _validate.integer("order (a random seed)", order, low=0)
     max_instructions = _validate.integer("max_instructions", max_instructions, low=1)
     max_warps = _validate.integer("max_warps", max_warps, low=1)
+    record_indices = _validate.flag("record_indices", record_indices)
     n_blocks = grid.x * grid.y * grid.z
     n_warps = n_blocks * -(-threads // WARP_SIZE)
     if n_warps > max_warps:
@@ -1247,7 +1304,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
                          f"problem, or raise max_warps and wait)")
 
     names = _kernel_params(kernel)
-    wrapped, top = [], 0
+    wrapped, top, shapes = [], 0, {}
     for k, a in enumerate(args):
         name = names[k] if k < len(names) else f"arg{k}"
         if isinstance(a, np.ndarray):
@@ -1261,6 +1318,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
             high = sum(max(0, s * (n - 1)) for s, n in zip(a.strides, a.shape, strict=True))
             start = -(-top // GLOBAL_ALIGN) * GLOBAL_ALIGN
             wrapped.append(_GlobalArg(a, start - low, name))
+            shapes[name] = ("global", a.shape, a.dtype.itemsize)
             top = start + high - low + a.dtype.itemsize
         elif _is_scalar(a):
             wrapped.append(a)
@@ -1268,16 +1326,25 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
             raise TypeError(f"{name}: kernel arguments must be NumPy arrays or numbers, "
                             f"got {type(a).__name__}")
 
-    sim = _Sim(kernel, grid, block, tuple(wrapped), order, max_instructions)
+    sim = _Sim(kernel, grid, block, tuple(wrapped), order, max_instructions, record_indices,
+               shapes)
     linear = 0
-    for bz in range(grid.z):
-        for by in range(grid.y):
-            for bx in range(grid.x):
-                _BlockRun(sim, linear, Dim3(bx, by, bz)).run()
-                linear += 1
+    try:
+        for bz in range(grid.z):
+            for by in range(grid.y):
+                for bx in range(grid.x):
+                    _BlockRun(sim, linear, Dim3(bx, by, bz)).run()
+                    linear += 1
+    except Exception as exc:
+        err = kernel_error(exc, kernel)
+        if err is None:
+            raise
+        raise err from exc
 
-    events = tuple(Event(**e) for e in sim.events)
+    events = tuple(sim.events)
     return SimResult(kernel=getattr(kernel, "__name__", "kernel"), grid=grid, block=block,
                      order=order, events=events, races=tuple(sim.races),
                      notes=tuple(sim.notes), barriers=sim.barriers,
-                     totals=_stats(events))
+                     totals=_stats(events), array_shapes=sim.shapes,
+                     uninitialised_reads=tuple(sim.uninitialised),
+                     shuffle_reads=tuple(sim.shuffle_reads))

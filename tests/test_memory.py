@@ -121,6 +121,11 @@ def test_inactive_lanes_by_none_or_mask():
     masked = strided(1)[:16] + [3] * 16
     assert global_load(masked, mask=[True] * 16 + [False] * 16) == g
     assert shared_load(masked, mask=[True] * 16 + [False] * 16) == shared_load(half)
+    # ... and never range-checked: a switched-off lane may hold a negative address.
+    negative = strided(1)[:16] + [-4] * 16
+    assert global_load(negative, mask=[True] * 16 + [False] * 16) == g
+    assert global_load(np.array(negative), mask=[True] * 16 + [False] * 16) == g
+    assert shared_load(negative, mask=[True] * 16 + [False] * 16) == shared_load(half)
     assert g.lane_sector[:5] == (0, 0, 0, 0, 0) and g.lane_sector[8] == 1
     assert g.lane_sector[16] is None
     # No active lane: nothing requested, nothing moved.

@@ -7,6 +7,7 @@ per barrier), or from NumPy.  The derivations are in the comments.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from fractions import Fraction
@@ -457,6 +458,113 @@ def test_out_of_bounds_access_names_the_thread():
         run(k, 1, 32, np.zeros(32, np.float32))
 
 
+def test_masked_off_lanes_are_not_checked():
+    # Lane 0 computes sh[-1] and x[-1] but the branch switches it off: no error, no note,
+    # and the counts are those of lanes 1-31 only.  Global load x[tid - 1] for tid 1..31:
+    # floats 0..30 = bytes 0..123 of a 256-aligned array -> 4 sectors.  Shared load
+    # sh[tid - 1]: 31 distinct consecutive words -> 1 wavefront, no conflict.
+    def k(t, x, out):
+        sh = t.shared(32, np.float32, name="sh")
+        tid = t.thread_idx.x
+        sh[tid] = x[tid]
+        t.sync()
+        with t.if_(tid >= 1):
+            out[tid] = sh[tid - 1] + x[tid - 1]
+
+    x = np.arange(32, dtype=np.float32)
+    out = np.full(32, -1, np.float32)
+    r = run(k, 1, 32, x, out)
+    assert np.array_equal(out, np.r_[-1, 2 * np.arange(31)].astype(np.float32))
+    assert r.notes == () and r.races == ()
+    ld = [e for e in r.events if e.kind == "ld.global" and e.active == 31]
+    assert [e.sectors for e in ld] == [4]
+    sh = [e for e in r.events if e.kind == "ld.shared"]
+    assert [(e.active, e.wavefronts, e.bank_conflicts) for e in sh] == [(31, 1, 0)]
+
+
+def test_active_out_of_range_lane_names_array_lane_index_and_line():
+    def k(t, x, out):
+        sh = t.shared(32, np.float32, name="sh")
+        tid = t.thread_idx.x
+        sh[tid] = x[tid]
+        t.sync()
+        with t.if_(tid >= 1):
+            out[tid] = sh[tid + 1]   # lane 31 reads sh[32]
+
+    line = k.__code__.co_firstlineno + 6
+    with pytest.raises(simt.KernelError) as info:
+        run(k, 1, 32, np.zeros(32, np.float32), np.zeros(32, np.float32))
+    err = info.value
+    assert isinstance(err, IndexError) and isinstance(err.original, IndexError)
+    assert err.__cause__ is err.original
+    assert (err.lineno, err.line) == (line, "out[tid] = sh[tid + 1]   # lane 31 reads sh[32]")
+    text = str(err)
+    assert text.startswith(f"test_simt.py, line {line}, in k: out[tid] = sh[tid + 1]")
+    assert "lane 31 of warp 0" in text and "thread (31, 0, 0)" in text and "sh[32]" in text
+    # IPython shows only the learner's frame and the message, in red
+    assert err._render_traceback_() == [f"\x1b[31m{text}\x1b[0m"]
+
+
+def test_learners_name_error_points_at_the_learners_line():
+    def k(t, out):
+        tid = t.thread_idx.x
+        out[tid] = tid + offest   # noqa: F821 (the typo is the test)
+
+    with pytest.raises(NameError) as info:
+        run(k, 1, 32, np.zeros(32, np.int64))
+    err = info.value
+    assert isinstance(err, simt.KernelError)
+    assert err.lineno == k.__code__.co_firstlineno + 2
+    assert str(err).startswith(f"test_simt.py, line {err.lineno}, in k: out[tid] = tid + offest")
+    assert "NameError: name 'offest' is not defined" in str(err)
+
+
+def test_kernel_errors_in_a_notebook_cell_name_the_cell():
+    # In IPython the cell's source is in linecache and its file maps to "Cell In[n]"; the
+    # traceback shown is only the kernel's line and the error (_render_traceback_).
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("import numpy as np\nfrom gpu_lessons import simt\n"
+                       "def k(t, out):\n    out[t.thread_idx.x] = t.thread_idx.x + offest\n")
+        shell.run_cell("try:\n    simt.run(k, 1, 32, np.zeros(32, np.int64))\n"
+                       "except simt.KernelError as e:\n    err = e\n")
+        err = shell.user_ns["err"]
+    finally:
+        InteractiveShell.clear_instance()
+    assert re.match(r"Cell In\[\d+\], line 4, in k: "
+                    r"out\[t\.thread_idx\.x\] = t\.thread_idx\.x \+ offest\nNameError", str(err))
+    assert err.line == "out[t.thread_idx.x] = t.thread_idx.x + offest"
+
+
+def test_errors_in_a_while_condition_list_the_learners_frames():
+    def k(t, x):
+        i = t.local(0)
+        for _ in t.while_(lambda: i < x[i] // 0):   # integer // 0 is fine on lanes ...
+            i[...] = i + 1
+        t.sync()
+        t.sync(1)                                      # ... a wrong call is not
+
+    with pytest.raises(TypeError) as info:
+        run(k, 1, 32, np.ones(32, np.int64))
+    err = info.value
+    assert err.lineno == k.__code__.co_firstlineno + 5
+    assert [f[2] for f in err.frames] == ["k"]
+
+    def k2(t, x):
+        i = t.local(0)
+        for _ in t.while_(lambda: i < 1 / 0):
+            i[...] = i + 1
+
+    with pytest.raises(ZeroDivisionError) as info:
+        run(k2, 1, 32, np.ones(32, np.int64))
+    err = info.value
+    assert [f[2] for f in err.frames] == ["k2", "<lambda>"]
+    assert err.lineno == k2.__code__.co_firstlineno + 2
+    assert err._render_traceback_()[0] == "In the kernel:"
+
+
 def test_python_if_on_lane_values_explains_itself():
     def k(t):
         if t.thread_idx.x < 16:
@@ -483,6 +591,43 @@ def test_divergent_barrier_is_an_error():
 
     with pytest.raises(SimtError, match="divergent"):
         run(k, 1, 32)
+
+
+def test_else_after_an_if_whose_body_has_a_barrier():
+    # A uniform branch may contain __syncthreads(); the other warps run at the barrier,
+    # and the else still belongs to this warp's if.
+    def k(t, out, flag):
+        with t.if_(flag > 0):
+            out[t.thread_idx.x] = 1
+            t.sync()
+        with t.else_():
+            out[t.thread_idx.x] = 2
+
+    out = np.zeros(64, np.int64)
+    run(k, 1, 64, out, 1)
+    assert (out == 1).all()
+    run(k, 1, 64, out, 0)
+    assert (out == 2).all()
+
+
+def test_an_error_in_one_warp_unwinds_the_warps_waiting_at_a_barrier():
+    # Warps 0 and 1 wait at the first barrier when warp 2 fails; they are unwound (their
+    # code after the barrier never runs) and the next launch starts clean.
+    def k(t, out):
+        tid = t.thread_idx.x
+        with t.if_(tid >= 64):
+            out[tid + 1000] = 1          # warp 2 writes past the end
+        t.sync()
+        out[tid] = 7
+
+    out = np.zeros(96, np.int64)
+    with pytest.raises(IndexError) as info:
+        run(k, 1, 96, out)
+    assert info.value.lineno == k.__code__.co_firstlineno + 3
+    assert "warp 2" in str(info.value)
+    assert not out.any()
+    ok = run(K.reduce_sequential, 1, 64, np.ones(64, np.float32), np.zeros(1, np.float32))
+    assert ok.barriers == 7
 
 
 def test_else_needs_an_if():

@@ -225,8 +225,11 @@ def test_half_bandwidth_size(lat, bw):
     # Hockney: at n½ = latency × bandwidth the transfer takes 2 × latency: half the bandwidth.
     n_half = S.copy_time(1, bandwidth=bw, latency_us=lat).half_bandwidth_bytes
     assert n_half == pytest.approx(lat * 1e-6 * bw)
-    c = S.copy_time(round(n_half), bandwidth=bw, latency_us=lat)
-    assert c.effective_bandwidth == pytest.approx(bw / 2, rel=1e-3)
+    # Whole bytes: rounding n½ moves the answer by at most 0.5 B / n½ (n½ >= 100 B here).
+    n = round(n_half)
+    c = S.copy_time(n, bandwidth=bw, latency_us=lat)
+    assert c.effective_bandwidth == pytest.approx(n / (lat * 1e-6 + n / bw), rel=1e-9)
+    assert c.effective_bandwidth == pytest.approx(bw / 2, rel=0.5 / n_half + 1e-9)
 
 
 def test_copy_defaults_match_measurements():

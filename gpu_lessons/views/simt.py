@@ -4,6 +4,10 @@ Each column is one warp instruction as :func:`gpu_lessons.simt_kernels.simulate`
 each row is a lane.  A coloured cell is a lane that ran the instruction, a grey cell a lane the
 active mask switched off: divergence shows as columns that are partly grey, one path after the
 other.  The readout gives the run's totals straight from the simulator (``SimResult.stats``).
+
+:func:`lane_cells` and :func:`lanes_figure` draw that picture for any
+:class:`~gpu_lessons.simt.SimResult`; :mod:`gpu_lessons.views.kernel_picture` reuses them for
+a learner's own kernel.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
-from ..simt import KINDS, WARP_SIZE
+from ..simt import WARP_SIZE
 from ..simt_kernels import BRANCHES, KERNELS, TRANSPOSES, simulate
 from ._base import PALETTE, Explorer, dropdown, slider
 
@@ -30,7 +34,19 @@ ORDERS = (("ascending", "ascending"), ("descending", "descending"),
 COLOUR_BY = ("instruction kind", "branch path")
 
 INACTIVE = "#DDDDDD"
-KIND_COLOURS = dict(zip(KINDS, PALETTE, strict=False))
+#: Colour and hatch of each instruction kind: the eight Okabe–Ito colours, and hatching for
+#: the kinds that share a colour with their plain cousin (an atomic is a store that also
+#: reads; ``__syncwarp`` is a barrier for one warp).
+KIND_STYLE = {
+    "alu": (PALETTE[0], " "), "branch": (PALETTE[1], " "),
+    "ld.global": (PALETTE[2], " "), "st.global": (PALETTE[3], " "),
+    "atom.global": (PALETTE[3], "/"),
+    "ld.shared": (PALETTE[4], " "), "st.shared": (PALETTE[5], " "),
+    "atom.shared": (PALETTE[5], "/"),
+    "bar.sync": (PALETTE[6], " "), "bar.warp": (PALETTE[6], "."),
+    "shfl": (PALETTE[7], " "),
+}
+KIND_COLOURS = {k: c for k, (c, _) in KIND_STYLE.items()}
 NO_BRANCH = "outside any branch"
 #: Simulated runs kept, so moving the warp/block sliders only redraws.
 _CACHE_SIZE = 24
@@ -42,13 +58,84 @@ def _count(n: int, noun: str) -> str:
 
 def _memory_note(e) -> str:
     """What the memory model said about one instruction, in words with units."""
+    parts = []
     if e.sectors is not None:
-        return f"{e.sectors} sectors (32 B) for {e.requests} request"
+        parts.append(f"{e.array}: {e.sectors} sectors (32 B) for {e.requests} request")
     if e.wavefronts is not None:
-        return f"{e.wavefronts} wavefronts, {e.bank_conflicts} bank conflicts"
+        parts.append(f"{e.array}: {e.wavefronts} wavefronts, {e.bank_conflicts} bank conflicts")
+    if e.serialisation is not None:
+        parts.append(f"atomic: up to {e.serialisation} lanes on one address")
+    if e.inactive_reads:
+        parts.append(f"read {e.inactive_reads} inactive lanes (undefined values)")
     if e.kind == "bar.sync":
-        return f"waited {e.wait or 0} issue slots for slower warps"
-    return ""
+        parts.append(f"waited {e.wait or 0} issue slots for slower warps")
+    return "; ".join(parts)
+
+
+def lane_cells(result, block: int = 0, warp: int = 0,
+               colour_by: str = "instruction kind") -> dict:
+    """The lanes × issue-slots picture of one warp as ColumnDataSource columns: one cell per
+    (lane, step), coloured by kind (or branch path) where the lane was active, grey where not.
+    Every number comes from ``result`` (:meth:`SimResult.warp_events` / ``lane_matrix``)."""
+    events = result.warp_events(block, warp)
+    lanes = result.lane_matrix(block, warp)  # bool[32, steps]
+    steps = lanes.shape[1]
+    if colour_by == "instruction kind":
+        cats = [e.kind for e in events]
+        styles = KIND_STYLE
+    else:
+        cats = [e.path[-1] if e.path else NO_BRANCH for e in events]
+        seen = list(dict.fromkeys(cats))
+        styles = {p: (PALETTE[k % len(PALETTE)], " ") for k, p in enumerate(seen)}
+    active = lanes.ravel()  # lane-major, matching the repeat/tile below
+    step = np.tile(np.arange(steps), WARP_SIZE)
+    lane = np.repeat(np.arange(WARP_SIZE), steps)
+    cat = np.array(cats, dtype=object)[step] if steps else np.array([], dtype=object)
+    label = np.where(active, cat, "inactive lane")
+    color = np.where(active, np.array([styles[x][0] for x in cat], dtype=object), INACTIVE)
+    hatch = np.where(active, np.array([styles[x][1] for x in cat], dtype=object), " ")
+    per_step = dict(kind=[e.kind for e in events],
+                    path=[" › ".join(e.path) if e.path else NO_BRANCH for e in events],
+                    line=[str(e.line) if e.line is not None else "–" for e in events],
+                    active=[e.active for e in events],
+                    memory=[_memory_note(e) for e in events])
+    data = dict(step=step, lane=lane, color=list(color), hatch=list(hatch), label=list(label))
+    for k, v in per_step.items():
+        data[k] = list(np.array(v, dtype=object)[step]) if steps else []
+    return data
+
+
+def empty_cells() -> dict:
+    return dict(step=[], lane=[], color=[], hatch=[], label=[], kind=[], path=[], line=[],
+                active=[], memory=[])
+
+
+def lanes_figure(source: ColumnDataSource, *, width: int = 900, height: int = 420):
+    """The bokeh figure for :func:`lane_cells` data: lanes down, issue slots across, a legend
+    of kinds and a hover tooltip per cell."""
+    fig = figure(height=height, width=width, x_axis_label="issue slot of this warp (step)",
+                 y_axis_label="lane", toolbar_location="above",
+                 tools="xpan,xwheel_zoom,reset", y_range=Range1d(WARP_SIZE - 0.4, -0.6),
+                 x_range=Range1d(-0.6, 10))
+    # legend_field groups the cells by label in the browser, so the legend follows the data
+    cells = fig.rect(x="step", y="lane", width=0.92, height=0.86, fill_color="color",
+                     hatch_pattern="hatch", hatch_color="white", hatch_alpha=0.8,
+                     line_color=None, source=source, legend_field="label")
+    legend = fig.legend[0]
+    fig.center.remove(legend)
+    fig.add_layout(legend, "right")
+    fig.ygrid.visible = False
+    fig.xgrid.visible = False
+    fig.add_tools(HoverTool(renderers=[cells], tooltips=[
+        ("lane, step", "@lane, @step"), ("instruction", "@kind"), ("branch path", "@path"),
+        ("source line", "@line"), ("active lanes", "@active of 32"), ("memory", "@memory")]))
+    return fig
+
+
+def fit_steps(fig, steps: int) -> None:
+    """Show every issue slot of the warp drawn."""
+    fig.x_range.start = -0.6
+    fig.x_range.end = max(steps, 1) - 0.4
 
 
 class SimtExplorer(Explorer):
@@ -59,23 +146,8 @@ class SimtExplorer(Explorer):
                  colour_by: str = "instruction kind"):
         self._runs: OrderedDict = OrderedDict()
         self.run = None  # the KernelRun on screen
-        self.cells = ColumnDataSource(dict(step=[], lane=[], color=[], label=[], kind=[],
-                                           path=[], line=[], active=[], memory=[]))
-        fig = figure(height=420, width=900, x_axis_label="issue slot of this warp (step)",
-                     y_axis_label="lane", toolbar_location="above",
-                     tools="xpan,xwheel_zoom,reset", y_range=Range1d(WARP_SIZE - 0.4, -0.6),
-                     x_range=Range1d(-0.6, 10))
-        # legend_field groups the cells by label in the browser, so the legend follows the data
-        cells = fig.rect(x="step", y="lane", width=0.92, height=0.86, fill_color="color",
-                         line_color=None, source=self.cells, legend_field="label")
-        legend = fig.legend[0]
-        fig.center.remove(legend)
-        fig.add_layout(legend, "right")
-        fig.ygrid.visible = False
-        fig.xgrid.visible = False
-        fig.add_tools(HoverTool(renderers=[cells], tooltips=[
-            ("lane, step", "@lane, @step"), ("instruction", "@kind"), ("branch path", "@path"),
-            ("source line", "@line"), ("active lanes", "@active of 32"), ("memory", "@memory")]))
+        self.cells = ColumnDataSource(empty_cells())
+        fig = lanes_figure(self.cells)
         self.figure = fig
 
         controls = {
@@ -123,33 +195,10 @@ class SimtExplorer(Explorer):
         self._readout(r, block, warp)
 
     def _draw(self, sim, block, warp, colour_by):
-        events = sim.warp_events(block, warp)
-        lanes = sim.lane_matrix(block, warp)  # bool[32, steps]
-        steps = lanes.shape[1]
-        if colour_by == "instruction kind":
-            cats = [e.kind for e in events]
-            colours = KIND_COLOURS
-        else:
-            cats = [e.path[-1] if e.path else NO_BRANCH for e in events]
-            seen = list(dict.fromkeys(cats))
-            colours = {p: PALETTE[k % len(PALETTE)] for k, p in enumerate(seen)}
-        active = lanes.ravel()  # lane-major, matching the repeat/tile below
-        step = np.tile(np.arange(steps), WARP_SIZE)
-        lane = np.repeat(np.arange(WARP_SIZE), steps)
-        cat = np.array(cats, dtype=object)[step] if steps else np.array([], dtype=object)
-        label = np.where(active, cat, "inactive lane")
-        color = np.where(active, np.array([colours[x] for x in cat], dtype=object), INACTIVE)
-        per_step = dict(kind=[e.kind for e in events],
-                        path=[" › ".join(e.path) if e.path else NO_BRANCH for e in events],
-                        line=[str(e.line) if e.line is not None else "–" for e in events],
-                        active=[e.active for e in events],
-                        memory=[_memory_note(e) for e in events])
-        data = dict(step=step, lane=lane, color=list(color), label=list(label))
-        for k, v in per_step.items():
-            data[k] = list(np.array(v, dtype=object)[step]) if steps else []
+        data = lane_cells(sim, block, warp, colour_by)
+        steps = len(data["step"]) // WARP_SIZE
         self.cells.data = data
-        self.figure.x_range.start = -0.6
-        self.figure.x_range.end = max(steps, 1) - 0.4
+        fit_steps(self.figure, steps)
         self.figure.title.text = (f"{sim.kernel}: block {block}, warp {warp} — "
                                   f"{steps} warp instructions")
 

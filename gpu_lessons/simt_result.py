@@ -1,0 +1,603 @@
+"""What a SIMT simulator run records: events, hazards and totals (see :mod:`gpu_lessons.simt`).
+
+* :class:`Event` -- one warp instruction with its active mask and, for memory instructions,
+  the memory model's counts;
+* :class:`Race`, :class:`UninitialisedRead`, :class:`ShuffleRead` -- hazards, each with the
+  block, warp and source line;
+* :class:`Stats` -- totals over any set of events (the whole run, a branch region, one warp,
+  one array); :class:`ArrayStats` -- per-array traffic (requests, sectors, elements);
+* :class:`SimResult` -- all of it for one launch.
+
+Every figure a kernel puzzle grades is here: sectors per request (coalescing), wavefronts
+beyond the ideal (bank conflicts), SIMT efficiency (divergence, per region too), global
+loads per element (reuse), barriers, races, uninitialised shared reads, shuffles that read
+an inactive lane, and the serialisation of atomics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _validate
+from ._format import html_table
+from .hardware import WARP_SIZE
+from .memory import BANK_BYTES, BANKS, SECTOR_BYTES
+
+#: Instruction kinds the simulator issues (its own instruction set, not SASS).
+KINDS = ("alu", "branch", "ld.global", "st.global", "ld.shared", "st.shared", "bar.sync",
+         "atom.global", "atom.shared", "shfl", "bar.warp")
+MEMORY_KINDS = ("ld.global", "st.global", "atom.global", "ld.shared", "st.shared",
+                "atom.shared")
+_LANE_IDS = np.arange(WARP_SIZE)
+
+
+class Event(NamedTuple):
+    """One warp instruction (or a ``reconverge`` marker, which issues nothing).
+
+    ``step``: the warp's issue slot (0, 1, 2, ...); ``time``: step plus the slots the warp
+    spent waiting at barriers for slower warps, so warps line up at barriers; ``phase``: how
+    many barriers the block has passed; ``mask``: active lanes, bit i = lane i;
+    ``path``: the branch bodies it is inside (``"L12:then"``, ``"parity:else"``, ...);
+    ``line``: the kernel's source line.
+
+    Memory instructions carry ``array`` and the memory model's counts: ``sectors`` and
+    ``requests`` (global), ``wavefronts``, ``ideal_wavefronts`` and ``bank_conflicts``
+    (shared); ``requested_bytes`` (global), and with ``run(..., record_indices=True)``
+    ``indices``: per lane, the flat (row-major) element index it touched, ``None`` for an
+    inactive lane.  Atomics carry ``serialisation``: how many active lanes hit the most
+    contended address.  ``shfl`` carries ``inactive_reads``: active lanes that read an
+    inactive lane.  ``bar.sync`` carries ``wait``: issue slots spent waiting for slower warps.
+    """
+
+    block: int
+    warp: int
+    step: int
+    time: int
+    phase: int
+    kind: str
+    mask: int
+    path: tuple[str, ...]
+    line: int | None
+    array: str | None = None
+    sectors: int | None = None
+    requests: int | None = None
+    requested_bytes: int | None = None
+    wavefronts: int | None = None
+    ideal_wavefronts: int | None = None
+    bank_conflicts: int | None = None
+    serialisation: int | None = None
+    inactive_reads: int | None = None
+    wait: int | None = None
+    indices: tuple | None = None
+
+    @property
+    def issued(self) -> bool:
+        return self.kind != "reconverge"
+
+    @property
+    def active(self) -> int:
+        """Active lanes."""
+        return self.mask.bit_count()
+
+    @property
+    def lanes(self) -> np.ndarray:
+        """The active mask as bool[32]."""
+        return (self.mask >> _LANE_IDS) & 1 == 1
+
+    def in_region(self, region: str) -> bool:
+        """Inside the branch labelled ``region`` (``"parity"`` = both paths,
+        ``"parity:then"`` = one)."""
+        return any(p == region or p.startswith(region + ":") for p in self.path)
+
+
+@dataclass(frozen=True)
+class Race:
+    """A shared-memory word that two warps touched between the same two barriers, one
+    of them writing it: a missing ``__syncthreads()``.  Two atomics never race with each
+    other; an atomic and a plain read or write of another warp do."""
+
+    block: int
+    phase: int
+    array: str
+    index: tuple[int, ...]
+    writer_warp: int
+    writer_line: int | None
+    other_warp: int
+    other_line: int | None
+    other_access: str  # "read", "write" or "atomic"
+    writer_access: str = "write"  # "write" or "atomic"
+
+    def __str__(self) -> str:
+        where = ("before the first t.sync()" if self.phase == 0
+                 else f"after t.sync() #{self.phase}")
+        idx = ", ".join(map(str, self.index))
+        verbs = {"read": "reads", "write": "writes", "atomic": "updates (atomically)"}
+        return (f"race on {self.array}[{idx}] in block {self.block} {where}: warp "
+                f"{self.writer_warp} {verbs[self.writer_access]} it (line {self.writer_line}) "
+                f"and warp {self.other_warp} {verbs[self.other_access]} it "
+                f"(line {self.other_line}) with no barrier in between")
+
+
+@dataclass(frozen=True)
+class UninitialisedRead:
+    """A read of shared memory that no thread of the block had written yet (shared memory
+    starts undefined).  ``index``: the first such element; ``elements``: how many of the
+    elements this instruction read were unwritten.  One is recorded per block, warp, line
+    and array: the first time that line read unwritten words."""
+
+    block: int
+    warp: int
+    line: int | None
+    array: str
+    index: tuple[int, ...]
+    elements: int
+
+    def __str__(self) -> str:
+        idx = ", ".join(map(str, self.index))
+        return (f"line {self.line}: warp {self.warp} of block {self.block} reads "
+                f"{self.array}[{idx}] (and {self.elements - 1} more) where nothing was "
+                f"written yet (shared memory starts undefined)" if self.elements > 1 else
+                f"line {self.line}: warp {self.warp} of block {self.block} reads "
+                f"{self.array}[{idx}] where nothing was written yet (shared memory starts "
+                f"undefined)")
+
+
+@dataclass(frozen=True)
+class ShuffleRead:
+    """An active lane whose shuffle read a lane that was not active: CUDA leaves the value
+    undefined (Programming Guide, "Warp Shuffle Functions")."""
+
+    block: int
+    warp: int
+    line: int | None
+    op: str          # "shfl_down", "shfl_up", "shfl_xor", "shfl_idx"
+    lane: int        # the reading lane
+    src_lane: int    # the inactive lane it read
+
+    def __str__(self) -> str:
+        return (f"line {self.line}: {self.op} in lane {self.lane} of warp {self.warp} "
+                f"(block {self.block}) read lane {self.src_lane}, which was not active "
+                f"(CUDA leaves that value undefined)")
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Totals over a set of warp instructions.
+
+    simt_efficiency      = sum(active lanes) / (32 x instructions)
+    sectors_per_request  = global sectors / global requests (4 is ideal for 4-byte loads)
+    global_efficiency    = bytes the lanes asked for / (sectors x 32 B)
+    bank_conflicts       = shared wavefronts - ideal wavefronts (Nsight Compute's count)
+    barrier_wait         = issue slots warps spent waiting at barriers for slower warps
+    atomic_serialisation = sum over atomic instructions of the most lanes that hit one
+                           address (32 lanes on one counter: 32; all distinct: 1 each)
+
+    Global requests, sectors and shared wavefronts include loads, stores and atomics.
+    """
+
+    instructions: int
+    active_lanes: int
+    by_kind: dict = field(hash=False)
+    global_requests: int
+    global_sectors: int
+    global_requested_bytes: int
+    shared_requests: int
+    shared_wavefronts: int
+    bank_conflicts: int
+    barrier_instructions: int
+    barrier_wait: int
+    shared_ideal_wavefronts: int = 0
+    atomic_instructions: int = 0
+    atomic_lanes: int = 0
+    atomic_serialisation: int = 0
+    shuffle_instructions: int = 0
+    shuffle_inactive_reads: int = 0
+
+    @property
+    def simt_efficiency(self) -> float:
+        return self.active_lanes / (WARP_SIZE * self.instructions) if self.instructions else 0.0
+
+    @property
+    def sectors_per_request(self) -> float:
+        return (self.global_sectors / self.global_requests if self.global_requests
+                else float("nan"))
+
+    @property
+    def global_efficiency(self) -> float:
+        moved = 32 * self.global_sectors
+        return self.global_requested_bytes / moved if moved else float("nan")
+
+    @property
+    def mean_serialisation(self) -> float:
+        """atomic_serialisation / atomic_instructions: lanes per address, on average over
+        the atomic instructions (1 = no contention); nan without atomics."""
+        return (self.atomic_serialisation / self.atomic_instructions
+                if self.atomic_instructions else float("nan"))
+
+    def __repr__(self) -> str:
+        parts = [f"{self.instructions} warp instructions, SIMT efficiency "
+                 f"{self.simt_efficiency:.1%}"]
+        if self.global_requests:
+            parts.append(f"global: {self.global_requests} requests, {self.global_sectors} "
+                         f"sectors ({self.sectors_per_request:.2f} sectors/request, "
+                         f"{self.global_efficiency:.0%} of moved bytes used)")
+        if self.shared_requests:
+            parts.append(f"shared: {self.shared_requests} requests, {self.shared_wavefronts} "
+                         f"wavefronts, {self.bank_conflicts} bank conflicts")
+        if self.atomic_instructions:
+            parts.append(f"atomics: {self.atomic_instructions} instructions, "
+                         f"{self.atomic_lanes} lane operations, serialisation "
+                         f"{self.atomic_serialisation}")
+        if self.shuffle_instructions:
+            parts.append(f"shuffles: {self.shuffle_instructions}, "
+                         f"{self.shuffle_inactive_reads} reads of inactive lanes")
+        if self.barrier_instructions:
+            parts.append(f"{self.barrier_instructions} barrier instructions, "
+                         f"{self.barrier_wait} issue slots waiting")
+        return "Stats(" + "; ".join(parts) + ")"
+
+
+def _stats(events) -> Stats:
+    by_kind = dict.fromkeys(KINDS, 0)
+    active = greq = gsec = gbytes = sreq = swave = sideal = bwait = 0
+    alanes = aserial = sinactive = 0
+    for e in events:
+        kind = e.kind
+        if kind == "reconverge":
+            continue
+        by_kind[kind] += 1
+        lanes = e.mask.bit_count()
+        active += lanes
+        if e.array is not None:
+            if e.sectors is not None:
+                greq += e.requests
+                gsec += e.sectors
+                gbytes += e.requested_bytes
+            else:
+                sreq += 1
+                swave += e.wavefronts
+                sideal += e.ideal_wavefronts
+            if e.serialisation is not None:
+                alanes += lanes
+                aserial += e.serialisation
+        elif e.wait:
+            bwait += e.wait
+        elif e.inactive_reads:
+            sinactive += e.inactive_reads
+    return Stats(instructions=sum(by_kind.values()), active_lanes=active, by_kind=by_kind,
+                 global_requests=greq, global_sectors=gsec, global_requested_bytes=gbytes,
+                 shared_requests=sreq, shared_wavefronts=swave, bank_conflicts=swave - sideal,
+                 barrier_instructions=by_kind["bar.sync"], barrier_wait=bwait,
+                 shared_ideal_wavefronts=sideal,
+                 atomic_instructions=by_kind["atom.global"] + by_kind["atom.shared"],
+                 atomic_lanes=alanes, atomic_serialisation=aserial,
+                 shuffle_instructions=by_kind["shfl"], shuffle_inactive_reads=sinactive)
+
+
+@dataclass(frozen=True)
+class ArrayStats:
+    """Traffic of one array over a run (shared arrays: summed over every block's copy).
+
+    ``loads``/``stores``/``atomics``: warp instructions (requests) on it;
+    ``load_elements`` etc.: element accesses by active lanes (a warp load of 32 lanes
+    counts 32); ``*_sectors``: 32-byte sectors moved (global arrays); ``wavefronts`` and
+    ``ideal_wavefronts``: shared-memory wavefronts (shared arrays).
+    ``loads_per_element = load_elements / size``: how often each element was loaded on
+    average -- 1 for perfect reuse through registers or shared memory, ``n`` for a naive
+    matrix multiply's inputs.
+    """
+
+    name: str
+    space: str
+    shape: tuple[int, ...]
+    itemsize: int = 4
+    loads: int = 0
+    stores: int = 0
+    atomics: int = 0
+    load_elements: int = 0
+    store_elements: int = 0
+    atomic_elements: int = 0
+    load_sectors: int = 0
+    store_sectors: int = 0
+    atomic_sectors: int = 0
+    wavefronts: int = 0
+    ideal_wavefronts: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def requests(self) -> int:
+        return self.loads + self.stores + self.atomics
+
+    @property
+    def sectors(self) -> int:
+        return self.load_sectors + self.store_sectors + self.atomic_sectors
+
+    @property
+    def sectors_per_request(self) -> float:
+        return self.sectors / self.requests if self.requests and self.space == "global" \
+            else float("nan")
+
+    @property
+    def bank_conflicts(self) -> int:
+        return self.wavefronts - self.ideal_wavefronts
+
+    @property
+    def loads_per_element(self) -> float:
+        return self.load_elements / self.size
+
+    def __repr__(self) -> str:
+        parts = [f"{self.space} {self.name}{list(self.shape)}: {self.loads} loads "
+                 f"({self.load_elements} elements, {self.loads_per_element:.2f} per element), "
+                 f"{self.stores} stores, {self.atomics} atomics"]
+        if self.space == "global" and self.requests:
+            parts.append(f"{self.sectors} sectors ({self.sectors_per_request:.2f} per request)")
+        if self.space == "shared" and self.requests:
+            parts.append(f"{self.wavefronts} wavefronts ({self.bank_conflicts} bank conflicts)")
+        return "ArrayStats(" + "; ".join(parts) + ")"
+
+
+def _array_stats(events, shapes: dict) -> dict[str, ArrayStats]:
+    acc = {name: dict(loads=0, stores=0, atomics=0, load_elements=0, store_elements=0,
+                      atomic_elements=0, load_sectors=0, store_sectors=0, atomic_sectors=0,
+                      wavefronts=0, ideal_wavefronts=0) for name in shapes}
+    prefix = {"ld": "load", "st": "store", "atom": "atomic"}
+    for e in events:
+        if e.array is None:
+            continue
+        a = acc[e.array]
+        op = prefix[e.kind.split(".")[0]]
+        a[op + "s"] += 1
+        a[op + "_elements"] += e.mask.bit_count()
+        if e.sectors is not None:
+            a[op + "_sectors"] += e.sectors
+        else:
+            a["wavefronts"] += e.wavefronts
+            a["ideal_wavefronts"] += e.ideal_wavefronts
+    return {name: ArrayStats(name, space, shape, itemsize, **acc[name])
+            for name, (space, shape, itemsize) in shapes.items()}
+
+
+@dataclass(frozen=True, repr=False)
+class AccessMap:
+    """Per element of one array: how the selected memory instructions touched it.
+
+    Arrays are flat (row-major, ``size`` elements).  ``accesses``: lane accesses (loads +
+    stores + atomics, one per active lane); ``loads``/``stores``/``atomics``: the same by
+    kind; ``first_block``/``first_warp``/``first_lane``: who touched it first (-1: never).
+    ``byte_offset``: from the array's start (row-major layout, as the simulator places it:
+    global arrays 256-byte aligned, shared arrays 128-byte aligned, so these are the
+    element's position within sectors and banks); ``sector = byte_offset // 32`` (global
+    memory's unit of transfer); ``bank = (byte_offset // 4) % 32`` (shared memory's bank,
+    of the element's first 4-byte word).  ``sectors_touched``: the distinct sectors.
+    """
+
+    array: str
+    space: str
+    shape: tuple[int, ...]
+    itemsize: int
+    instructions: int
+    accesses: np.ndarray
+    loads: np.ndarray
+    stores: np.ndarray
+    atomics: np.ndarray
+    first_block: np.ndarray
+    first_warp: np.ndarray
+    first_lane: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def byte_offset(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64) * self.itemsize
+
+    @property
+    def sector(self) -> np.ndarray:
+        return self.byte_offset // SECTOR_BYTES
+
+    @property
+    def bank(self) -> np.ndarray:
+        return self.byte_offset // BANK_BYTES % BANKS
+
+    @property
+    def sectors_touched(self) -> np.ndarray:
+        return np.unique(self.sector[self.accesses > 0])
+
+    def __repr__(self) -> str:
+        touched = int(np.count_nonzero(self.accesses))
+        return (f"AccessMap({self.space} {self.array}{list(self.shape)}: {self.instructions} "
+                f"instructions, {int(self.accesses.sum())} lane accesses to {touched} of "
+                f"{self.size} elements)")
+
+
+def _access_map(info: ArrayStats, events) -> AccessMap:
+    size = info.size
+    per = {k: np.zeros(size, np.int64) for k in ("ld", "st", "atom")}
+    first = np.full((3, size), -1, np.int64)
+    for e in events:
+        lanes = [lane for lane, i in enumerate(e.indices) if i is not None]
+        idx = np.array([e.indices[lane] for lane in lanes], dtype=np.int64)
+        np.add.at(per[e.kind.split(".")[0]], idx, 1)
+        fresh = first[0, idx] < 0
+        if fresh.any():
+            f = idx[fresh]
+            first[0, f] = e.block
+            first[1, f] = e.warp
+            first[2, f] = np.array(lanes)[fresh]
+    loads, stores, atomics = per["ld"], per["st"], per["atom"]
+    return AccessMap(info.name, info.space, info.shape, info.itemsize, len(events),
+                     loads + stores + atomics, loads, stores, atomics,
+                     first[0], first[1], first[2])
+
+
+@dataclass(frozen=True, repr=False)
+class SimResult:
+    """What a run recorded: the event log, hazards and totals.
+
+    ``barriers``: block-wide barriers passed (one per ``__syncthreads()`` per block);
+    ``notes``: things worth a look that are not errors, in words (uninitialised shared reads,
+    warps meeting at different barriers, shuffles reading inactive lanes);
+    ``uninitialised_reads``, ``shuffle_reads``: the same hazards as data;
+    ``arrays``: :class:`ArrayStats` per array name (kernel arguments and shared arrays).
+    """
+
+    kernel: str
+    grid: object
+    block: object
+    order: object
+    events: tuple[Event, ...]
+    races: tuple[Race, ...]
+    notes: tuple[str, ...]
+    barriers: int
+    totals: Stats
+    uninitialised_reads: tuple[UninitialisedRead, ...] = ()
+    shuffle_reads: tuple[ShuffleRead, ...] = ()
+    #: array name -> (space, shape, itemsize), for :attr:`arrays`
+    array_shapes: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @cached_property
+    def arrays(self) -> dict[str, ArrayStats]:
+        """:class:`ArrayStats` per array name (kernel arguments and shared arrays), summed
+        over the whole run; computed on first use."""
+        return _array_stats(self.events, self.array_shapes)
+
+    # the numbers a lesson asks for first
+    simt_efficiency = property(lambda self: self.totals.simt_efficiency)
+    instructions = property(lambda self: self.totals.instructions)
+    sectors_per_request = property(lambda self: self.totals.sectors_per_request)
+    bank_conflicts = property(lambda self: self.totals.bank_conflicts)
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.block.x * self.block.y * self.block.z // WARP_SIZE)
+
+    @property
+    def hazards(self) -> tuple[str, ...]:
+        """Every race, uninitialised read and inactive-lane shuffle, in words (empty when
+        the run is clean)."""
+        return (tuple(map(str, self.races)) + tuple(map(str, self.uninitialised_reads))
+                + tuple(map(str, self.shuffle_reads)))
+
+    def stats(self, *, region: str | None = None, kind: str | None = None,
+              block: int | None = None, warp: int | None = None,
+              array: str | None = None) -> Stats:
+        """Totals over the instructions that match every filter given.
+
+        ``region``: a branch label (``t.if_(cond, "parity")`` → ``"parity"`` for both paths,
+        ``"parity:then"``/``"parity:else"`` for one; unlabelled branches are ``"L<line>"``);
+        ``kind``: one of :data:`KINDS`, or ``"global"``/``"shared"`` for every memory
+        instruction of that space; ``block``: linear block index; ``warp``: warp index
+        within the block; ``array``: the memory instructions on one array.
+        """
+        if kind is not None:
+            _validate.choice("kind", kind, (*KINDS, "global", "shared"))
+        if array is not None:
+            _validate.choice("array", array, tuple(self.arrays))
+        evs = [e for e in self.events
+               if (region is None or e.in_region(region))
+               and (kind is None or e.kind == kind or e.kind.endswith("." + kind))
+               and (block is None or e.block == block)
+               and (warp is None or e.warp == warp)
+               and (array is None or e.array == array)]
+        return _stats(evs)
+
+    def warp_events(self, block: int = 0, warp: int = 0) -> list[Event]:
+        """One warp's issued instructions in issue order."""
+        return [e for e in self.events if e.block == block and e.warp == warp and e.issued]
+
+    def access_map(self, array: str, *, block: int | None = None, warp: int | None = None,
+                   step: int | None = None) -> AccessMap:
+        """Which elements of ``array`` the memory instructions touched, per element.
+
+        Needs a run made with ``record_indices=True``.  ``block``/``warp`` keep one block's
+        or one warp's instructions; ``step`` (with ``block`` and ``warp``, default 0) keeps
+        the one instruction at that issue slot.
+        """
+        _validate.choice("array", array, tuple(self.arrays))
+        if step is not None:
+            block = 0 if block is None else block
+            warp = 0 if warp is None else warp
+        evs = [e for e in self.events
+               if e.array == array and (block is None or e.block == block)
+               and (warp is None or e.warp == warp) and (step is None or e.step == step)]
+        if step is not None and not evs:
+            raise ValueError(f"step={step}: warp {warp} of block {block} issued no memory "
+                             f"instruction on {array} at that issue slot")
+        if any(e.indices is None for e in evs):
+            raise ValueError("this run did not record element indices: run the kernel with "
+                             "simt.run(..., record_indices=True) to draw its access map")
+        info = self.arrays[array]
+        return _access_map(info, evs)
+
+    def lane_matrix(self, block: int = 0, warp: int = 0) -> np.ndarray:
+        """bool[32, steps]: which lanes were active at each issue slot of one warp —
+        the lanes x time picture of divergence."""
+        evs = self.warp_events(block, warp)
+        if not evs:
+            return np.zeros((WARP_SIZE, 0), dtype=bool)
+        return np.stack([e.lanes for e in evs], axis=1)
+
+    def __repr__(self) -> str:
+        t = self.totals
+        order = (f"{self.order} order" if isinstance(self.order, str)
+                 else f"random order, seed {self.order}")
+        lines = [f"SimResult({self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
+                 f", warps take turns in {order})",
+                 f"  {t.instructions} warp instructions, SIMT efficiency "
+                 f"{t.simt_efficiency:.1%}"]
+        if t.global_requests:
+            lines.append(f"  global memory: {t.global_requests} requests, {t.global_sectors} "
+                         f"sectors = {t.sectors_per_request:.2f} sectors/request "
+                         f"({t.global_efficiency:.0%} of moved bytes used)")
+        if t.shared_requests:
+            lines.append(f"  shared memory: {t.shared_requests} requests, "
+                         f"{t.shared_wavefronts} wavefronts, {t.bank_conflicts} bank "
+                         f"conflicts")
+        if t.atomic_instructions:
+            lines.append(f"  atomics: {t.atomic_instructions} instructions, {t.atomic_lanes} "
+                         f"lane operations, serialisation {t.atomic_serialisation} "
+                         f"(most lanes on one address, summed over instructions)")
+        if t.shuffle_instructions:
+            lines.append(f"  shuffles: {t.shuffle_instructions} instructions, "
+                         f"{t.shuffle_inactive_reads} reads of inactive lanes")
+        lines.append(f"  barriers: {self.barriers} (block-wide), "
+                     f"{t.barrier_wait} issue slots spent waiting")
+        if self.races:
+            lines.append(f"  RACES: {len(self.races)} shared words, e.g.")
+            lines += [f"    {r}" for r in self.races[:3]]
+        else:
+            lines.append("  races: none found")
+        lines += [f"  note: {n}" for n in self.notes[:5]]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        t = self.totals
+        rows = [("launch", f"{self.kernel}<<<{_dim_text(self.grid)}, "
+                           f"{_dim_text(self.block)}>>>"),
+                ("warp instructions", f"{t.instructions}"),
+                ("SIMT efficiency", f"{t.simt_efficiency:.1%}"),
+                ("global requests", f"{t.global_requests}"),
+                ("sectors / request",
+                 f"{t.sectors_per_request:.2f}" if t.global_requests else "–"),
+                ("shared requests", f"{t.shared_requests}"),
+                ("bank conflicts", f"{t.bank_conflicts}"),
+                ("atomic instructions", f"{t.atomic_instructions}"),
+                ("atomic serialisation", f"{t.atomic_serialisation}"),
+                ("shuffles", f"{t.shuffle_instructions}"),
+                ("barriers", f"{self.barriers}"),
+                ("races", f"{len(self.races)}" + (f": {self.races[0]}" if self.races else ""))]
+        return html_table("SIMT run", None, rows)
+
+
+def _dim_text(d) -> str:
+    if d.y == 1 and d.z == 1:
+        return str(d.x)
+    return f"({d.x}, {d.y}, {d.z})"

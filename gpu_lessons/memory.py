@@ -480,3 +480,52 @@ def tile_column(col: int, *, width: int = 32, padding: int = 0,
     padding = _validate.integer("padding", padding, low=0)
     col = _validate.integer("col", col, low=0, high=width - 1)
     return matrix_column(col, ld=width + padding, element_bytes=element_bytes)
+
+
+# -- a strided copy's DRAM traffic ------------------------------------------------------------------
+
+#: Consecutive warps whose traffic is counted together (see :func:`predicted_traffic`).
+NEIGHBOUR_WARPS = 32
+
+
+def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
+                      fetch_bytes: int = 32) -> dict:
+    """Bytes one warp of the strided copy needs and moves from DRAM, by the memory model.
+
+    The copy kernel does ``dst[i] = src[i*stride + offset]``: 32 lanes read one element each
+    at ``(offset + lane*stride) * element_bytes`` and write one element each contiguously.
+    *Useful* bytes are what the program asked for: 32 elements read + 32 written.  *Moved*
+    bytes are whole 32-byte sectors, found by :func:`global_load` for each
+    warp's read and write (stores move sectors the same way).  At stride 1 the two are
+    equal, so ``useful / moved`` scales the stride-1 bandwidth to a prediction.
+
+    DRAM traffic is what limits a copy this large, so the sectors are counted as DRAM sees
+    them: over :data:`NEIGHBOUR_WARPS` consecutive warps, per warp.  Neighbouring warps run
+    at about the same time and L2 keeps a sector until the neighbour asks for it, so a sector
+    two warps share (a misaligned copy's boundary) moves once.  ``sectors_read`` is still
+    the first warp's own count, the number Nsight Compute reports per request.
+
+    ``fetch_bytes`` > 32: on a miss L2 fetches ``fetch_bytes`` aligned bytes from DRAM (the
+    CUDA runtime's ``cudaLimitMaxL2FetchGranularity``: 64 B on the H200 in
+    ``docs/measured/h200.md``), so the moved bytes are the distinct ``fetch_bytes`` blocks the
+    sectors fall in.  It matters once lanes are 64 bytes or more apart and each uses only one
+    sector of its block.
+    """
+    stride = _validate.integer("stride", stride, low=0, high=1 << 20)
+    element_bytes = _validate.choice("element_bytes", element_bytes, ACCESS_SIZES)
+    offset = _validate.integer("offset", offset, low=0, high=1 << 20)
+    fetch_bytes = _validate.choice("fetch_bytes", fetch_bytes, (32, 64, 128))
+    eb = element_bytes
+    reads = [global_load(strided(stride, element_bytes=eb, offset=(offset + 32 * w * stride) * eb),
+                         bytes_per_thread=eb) for w in range(NEIGHBOUR_WARPS)]
+    writes = [global_load(strided(1, element_bytes=eb, offset=32 * w * eb), bytes_per_thread=eb)
+              for w in range(NEIGHBOUR_WARPS)]
+
+    def moved(loads) -> float:
+        blocks = set().union(*(load.block_ids(fetch_bytes) for load in loads))
+        return fetch_bytes * len(blocks) / len(loads)
+
+    useful = 2 * 32 * eb
+    total = moved(reads) + moved(writes)
+    return {"sectors_read": int(reads[0].sectors), "sectors_written": int(writes[0].sectors),
+            "useful_bytes": useful, "moved_bytes": total, "useful_over_moved": useful / total}

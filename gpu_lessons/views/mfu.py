@@ -19,7 +19,7 @@ from .. import _validate
 from .. import mfu as _mfu
 from .._format import flop_rate, percent, si
 from ..hardware import catalog, gpu
-from ..mfu import PRESETS, Preset
+from ..transformer import PRESETS, Preset
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
 
 #: Labels of the precisions an MFU can be quoted against (``mfu.MFU_PRECISIONS``).

@@ -72,9 +72,18 @@ def _checks(nb) -> list[tuple[int, str, str]]:
     return out
 
 
+def _puzzle_role(cell) -> str | None:
+    """The role of a kernel-puzzle cell (``tools/puzzle_cells.py`` writes them; their own
+    tests are in tests/test_puzzles.py), None for any other cell."""
+    meta = cell.get("metadata", {}).get("gpu_lessons", {})
+    return meta.get("role") if isinstance(meta, dict) and "puzzle" in meta else None
+
+
 def _answer_cells(nb) -> set[int]:
-    """Indices of answer cells: the cell just before each check cell."""
-    return {i - 1 for i, _, _ in _checks(nb)}
+    """Indices of answer cells: the cell just before each check cell, and the kernel cells
+    of the puzzles."""
+    return ({i - 1 for i, _, _ in _checks(nb)}
+            | {i for i, c in enumerate(nb.cells) if _puzzle_role(c) == "kernel"})
 
 
 @cache
@@ -85,7 +94,8 @@ def _namespace(folder: str, chapter: int) -> dict:
     namespace: dict = {"__name__": f"{folder}_{chapter:02d}"}
     with contextlib.redirect_stdout(io.StringIO()):
         for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "code" and not _check_call(cell.source):
+            if (cell.cell_type == "code" and not _check_call(cell.source)
+                    and _puzzle_role(cell) in (None, "setup", "kernel")):
                 exec(compile(cell.source, f"<{folder}/{NOTEBOOKS[chapter]} cell {i}>", "exec"),
                      namespace)
     return namespace

@@ -1,0 +1,916 @@
+"""The kernel language: the part of Python a simulator kernel may use.
+
+A kernel for :func:`gpu_lessons.simt.run` is **one self-contained function** ``def k(t, ...)``:
+everything it uses is its arguments, the warp context ``t``, ``np``, numbers and its own local
+variables.  :func:`validate` decides this by walking the function's syntax tree (``ast``), before
+the kernel runs, and refuses anything else with a :class:`KernelLanguageError` that names the
+construct and the learner's line.  The language is exactly what :func:`gpu_lessons.cuda.to_cuda`
+translates to CUDA C: one definition, used by both, so a kernel that passes here has a CUDA twin.
+
+What a kernel may use
+---------------------
+* **Statements**: ``name = expr`` (one target), ``a[i] = expr`` and ``a[y, x] = expr`` (stores),
+  ``y[...] = expr`` (update of a ``t.local`` variable), augmented assignment (``s *= 2``,
+  ``sdata[tid] += v``), ``if``/``elif``/``else`` and ``while`` on values that are the same for
+  the whole warp, ``for v in range(...)``, ``for _ in t.while_(lambda: cond):``,
+  ``with t.if_(cond):`` / ``with t.else_():``, ``break``/``continue``/``return`` (outside
+  per-lane branches), ``pass``, calls of the ``t.`` operations that are statements, ``print``.
+* **Expressions**: numbers (``int``, ``float``, ``bool``), names, ``+ - * / // % ** << >> & | ^``,
+  ``- + ~ not``, comparisons (``< <= > >= == !=``), ``and``/``or``, ``a if c else b``, indexing
+  ``a[i]``/``a[i, j]`` (no slices), ``a.shape[k]``, calls of the functions below.
+* **The warp context** ``t``: ``t.thread_idx``, ``t.block_idx``, ``t.block_dim``, ``t.grid_dim``
+  (``.x``/``.y``/``.z``), ``t.lane``, ``t.warp``, ``t.warp_size``; ``t.if_``, ``t.else_``,
+  ``t.while_``, ``t.return_if``, ``t.where``, ``t.local``, ``t.shared``, ``t.sync``,
+  ``t.syncwarp``, ``t.atomic_add``, ``t.atomic_max``, ``t.atomic_cas``, ``t.shfl_down``,
+  ``t.shfl_up``, ``t.shfl_xor``, ``t.shfl_idx`` (see :mod:`gpu_lessons.simt`).
+* **NumPy**: the names in :data:`NP_FUNCTIONS` (math: ``np.sqrt``, ``np.exp``, ``np.maximum``,
+  ...), :data:`NP_DTYPES` (``np.float32``, ``np.int32``, ... as a dtype or a conversion of one
+  number) and :data:`NP_CONSTANTS` (``np.inf``, ``np.nan``, ``np.pi``, ``np.e``).
+* **Builtins**: :data:`BUILTINS` (``range``, ``len``, ``min``, ``max``, ``abs``, ``int``,
+  ``float``, ``bool``, ``print``).
+* **Constants from outside the function**: a name that is not a parameter, a local, ``t``, ``np``
+  or a builtin must be a plain number (``int``, ``float``, ``bool`` or a NumPy scalar) in the
+  function's globals or closure, e.g. ``TILE = 32`` at module level.  Its value is read once,
+  here, and :func:`~gpu_lessons.cuda.to_cuda` writes it into the CUDA source.
+
+What is refused, and why
+------------------------
+* ``import``, ``global``, ``nonlocal``, ``exec``/``eval``/``getattr``/``open`` and any name that
+  is not listed above: a kernel runs on a GPU where there are no modules, no files and no Python
+  objects, and refusing them is what lets the course's grader run a learner's kernel without the
+  kernel reaching the simulator's internals.
+* Attributes other than the listed ``t.``/``np.`` names, ``.x``/``.y``/``.z`` and ``.shape``;
+  any name starting with ``_`` (``a.data``, ``a.base``, ``t._b``, ``x.__class__``): those are the
+  simulator's insides, not device memory.
+* Lambdas (except ``t.while_(lambda: cond)``), nested ``def``/``class``, comprehensions,
+  ``try``/``raise``/``assert``/``del``, slices, ``*args``, decorators, annotations, defaults,
+  tuple unpacking, ``:=``, ``else`` on loops: none of them has a CUDA C counterpart in a kernel.
+* ``break``/``continue``/``return`` inside ``t.if_``/``t.else_``/``t.while_``: Python would
+  leave the loop (or the kernel) for the whole warp whatever the lanes' conditions, which is not
+  what the same statement does per thread in CUDA.
+* ``t.shared`` anywhere but as ``name = t.shared(...)`` at the top level of the kernel, atomics
+  anywhere but as a statement or the whole right side of ``name = ...``, and atomics or shuffles
+  inside ``t.where``/``a if c else b``/``and``/``or``: Python evaluates both arms for every lane,
+  CUDA only the chosen one.
+
+Type-dependent rules (a per-lane value in a Python ``if``, a variable that changes type) need the
+arguments' types, so :func:`~gpu_lessons.cuda.to_cuda` checks them; the simulator refuses the
+same kernels when it runs them.
+
+For the grader: :func:`validate` takes source text and a dict of constants, and
+:func:`compile_kernel` turns validated source into a function in a namespace holding only
+``np`` (NumPy), the constants and the builtins above.
+
+Sources: Python's ``ast`` module documentation (node types); CUDA C++ Programming Guide,
+"C++ Language Support" (what device code may contain).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import inspect
+import itertools
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: NumPy functions a kernel may call (element-wise math; each maps to a CUDA math function).
+NP_FUNCTIONS = frozenset({
+    "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
+    "abs", "absolute", "fabs", "floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
+})
+#: NumPy dtypes a kernel may name (as ``t.shared``/``t.local`` dtypes, or to convert one number).
+NP_DTYPES = frozenset({
+    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool_",
+})
+#: NumPy constants a kernel may use (Python floats).
+NP_CONSTANTS = frozenset({"inf", "nan", "pi", "e"})
+#: Builtins a kernel may call.
+BUILTINS = frozenset({"range", "len", "min", "max", "abs", "int", "float", "bool", "print"})
+
+#: The attributes of ``t`` (the warp context), by how they may be used.
+T_DIM3 = frozenset({"thread_idx", "block_idx", "block_dim", "grid_dim"})
+T_VALUES = frozenset({"lane", "warp", "warp_size"})
+#: ``t.`` operations: name -> (min positional args, max positional args, keyword names, where).
+#: ``where``: "with" (only ``with t.op(...):``), "for" (only ``for _ in t.op(...)``),
+#: "stmt" (a statement of its own), "assign" (a statement or ``name = t.op(...)``),
+#: "local" (``name = t.op(...)``), "shared" (``name = t.op(...)`` at the kernel's top level),
+#: "expr" (anywhere in an expression).
+T_CALLS = {
+    "if_": (1, 2, {"label"}, "with"),
+    "else_": (0, 0, set(), "with"),
+    "while_": (1, 2, {"label"}, "for"),
+    "return_if": (1, 1, set(), "stmt"),
+    "sync": (0, 0, set(), "stmt"),
+    "syncwarp": (0, 0, set(), "stmt"),
+    "where": (3, 3, set(), "expr"),
+    "local": (1, 2, {"dtype"}, "local"),
+    "shared": (1, 3, {"dtype", "name"}, "shared"),
+    "atomic_add": (3, 3, set(), "assign"),
+    "atomic_max": (3, 3, set(), "assign"),
+    "atomic_cas": (4, 4, set(), "assign"),
+    "shfl_down": (2, 2, set(), "expr"),
+    "shfl_up": (2, 2, set(), "expr"),
+    "shfl_xor": (2, 2, set(), "expr"),
+    "shfl_idx": (2, 2, set(), "expr"),
+}
+#: Calls whose result must not sit in an arm that only some lanes evaluate in CUDA.
+SIDE_EFFECT_CALLS = frozenset({"atomic_add", "atomic_max", "atomic_cas",
+                               "shfl_down", "shfl_up", "shfl_xor", "shfl_idx"})
+#: Arity of each builtin: (min, max); None = any number of positional arguments.
+_BUILTIN_ARITY = {"range": (1, 3), "len": (1, 1), "min": (2, None), "max": (2, None),
+                  "abs": (1, 1), "int": (1, 1), "float": (1, 1), "bool": (1, 1),
+                  "print": (0, None)}
+_NP_ARITY = {name: (2, 2) if name in {"maximum", "minimum", "fmax", "fmin"} else (1, 1)
+             for name in NP_FUNCTIONS}
+
+_ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+                   ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
+_ALLOWED_CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+_USE = ("kernels may use their arguments, t, np, numbers and local variables "
+        "(docs/kernel_language.md lists the language)")
+
+
+class KernelLanguageError(ValueError):
+    """A kernel uses something outside the kernel language.
+
+    ``construct``: what was refused (e.g. ``"import"``, ``"attribute"``); ``lineno``: the line in
+    the learner's cell or file (``None`` when the whole kernel is at fault).
+    """
+
+    def __init__(self, message: str, *, construct: str, lineno: int | None = None):
+        super().__init__(message)
+        self.construct = construct
+        self.lineno = lineno
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A validated kernel: its syntax tree and what :func:`gpu_lessons.cuda.to_cuda` needs.
+
+    ``params``: parameter names after ``ctx`` (the warp context's name, usually ``t``);
+    ``constants``: outside names it uses with their values; ``line_offset``: add it to a node's
+    ``lineno`` to get the learner's line; ``lines``: the source lines, by tree line number - 1.
+    """
+
+    name: str
+    ctx: str
+    params: tuple[str, ...]
+    tree: ast.FunctionDef = field(repr=False)
+    lines: tuple[str, ...] = field(repr=False)
+    line_offset: int
+    constants: dict = field(default_factory=dict)
+    locals: frozenset = frozenset()
+
+    def lineno(self, node: ast.AST) -> int:
+        return node.lineno + self.line_offset
+
+    def source_line(self, node: ast.AST) -> str:
+        return self.lines[node.lineno - 1]
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_))
+            and not isinstance(value, complex))
+
+
+# -- reading the source ---------------------------------------------------------------------------
+
+def _function_source(kernel) -> tuple[str, int]:
+    code = getattr(kernel, "__code__", None)
+    if code is None:
+        raise TypeError(f"kernel must be a Python function def k(t, ...) or its source text, "
+                        f"got {type(kernel).__name__}")
+    if kernel.__name__ == "<lambda>":
+        raise KernelLanguageError(
+            "a kernel must be a function defined with def, not a lambda", construct="lambda")
+    try:
+        source = inspect.getsource(kernel)
+    except (OSError, TypeError) as exc:
+        raise ValueError(f"cannot read the source of kernel {kernel.__name__!r} ({exc}); define "
+                         f"it in a .py file or a notebook cell, or pass its source text") from None
+    return textwrap.dedent(source), code.co_firstlineno - 1
+
+
+def _parse(source: str, line_offset: int) -> ast.FunctionDef:
+    try:
+        module = ast.parse(source)
+    except SyntaxError as exc:
+        line = (exc.lineno or 0) + line_offset
+        raise KernelLanguageError(f"line {line}: the kernel is not valid Python ({exc.msg})",
+                                  construct="syntax", lineno=line) from None
+    body = [s for s in module.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                    and isinstance(s.value.value, str))]
+    defs = [s for s in body if isinstance(s, ast.FunctionDef)]
+    if len(body) != 1 or len(defs) != 1:
+        first = next((s for s in body if not isinstance(s, ast.FunctionDef)), None)
+        if first is not None:
+            return _refuse_top(first, line_offset)
+        raise KernelLanguageError(
+            f"the source holds {len(defs)} function definitions; a kernel is exactly one "
+            f"function def k(t, ...)", construct="module", lineno=None)
+    return defs[0]
+
+
+def _refuse_top(node, line_offset):
+    line = node.lineno + line_offset
+    kind = "import" if isinstance(node, (ast.Import, ast.ImportFrom)) else "module statement"
+    raise KernelLanguageError(
+        f"line {line}: `{_snippet_of(node)}` is not part of the kernel language; the source "
+        f"must be one function def k(t, ...) and nothing else (constants are passed separately)",
+        construct=kind, lineno=line)
+
+
+def _snippet_of(node) -> str:
+    try:
+        text = ast.unparse(node).splitlines()[0]
+    except Exception:  # pragma: no cover - unparse handles every node ast.parse makes
+        text = type(node).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- the walk -------------------------------------------------------------------------------------
+
+class _Checker:
+    def __init__(self, fn: ast.FunctionDef, line_offset: int):
+        self.fn = fn
+        self.offset = line_offset
+        args = fn.args
+        if (args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults
+                or args.kw_defaults):
+            self.refuse(fn, "parameters",
+                        "a kernel's parameters are plain names def k(t, a, b, n): no defaults, "
+                        "*args, **kwargs or keyword-only parameters")
+        if fn.decorator_list:
+            self.refuse(fn.decorator_list[0], "decorator", "kernels cannot be decorated")
+        if fn.returns is not None or any(a.annotation is not None for a in args.args):
+            self.refuse(fn, "annotation", "kernels cannot carry type annotations")
+        if not args.args:
+            self.refuse(fn, "parameters", "a kernel's first parameter is the warp context t")
+        names = [a.arg for a in args.args]
+        for a in args.args:
+            self.check_identifier(a, a.arg)
+        self.ctx = names[0]
+        self.params = tuple(names[1:])
+        self.locals = self._collect_locals(fn)
+        self.local_vars = self._collect_t_locals(fn)
+        self.free: dict[str, ast.AST] = {}
+        self.uses_np = False
+
+    # -- errors --
+    def refuse(self, node, construct: str, why: str):
+        line = getattr(node, "lineno", None)
+        line = None if line is None else line + self.offset
+        where = f"line {line}: " if line is not None else ""
+        raise KernelLanguageError(f"{where}`{_snippet_of(node)}` is not part of the kernel "
+                                  f"language: {why}", construct=construct, lineno=line)
+
+    def check_identifier(self, node, name: str):
+        if not name.isascii():
+            self.refuse(node, "name", "names must use ASCII letters, digits and _ "
+                                      "(CUDA C identifiers)")
+        if name.startswith("__"):
+            self.refuse(node, "private name", "names starting with __ belong to Python's "
+                                              "machinery, not to a kernel")
+
+    # -- scopes --
+    def _collect_locals(self, fn) -> frozenset:
+        found = set()
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for tgt in targets:
+                    if isinstance(tgt, ast.Name):
+                        found.add(tgt.id)
+            elif (isinstance(node, ast.For) and isinstance(node.target, ast.Name)) or \
+                    isinstance(node, ast.NamedExpr):
+                found.add(node.target.id)
+        return frozenset(found)
+
+    def _collect_t_locals(self, fn) -> frozenset:
+        found = set()
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and self.is_t_call(node.value)
+                    and node.value.func.attr == "local"):
+                found.add(node.targets[0].id)
+        return frozenset(found)
+
+    def is_t_call(self, node, name: str | None = None) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == self.ctx
+                and (name is None or node.func.attr == name))
+
+    # -- statements --
+    def body(self, stmts, where):
+        previous = None
+        for s in stmts:
+            self.stmt(s, where, previous)
+            previous = s
+
+    def stmt(self, s, where, previous):
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            self.refuse(s, "import", "kernels cannot import modules; " + _USE)
+        if isinstance(s, ast.Global):
+            self.refuse(s, "global", "kernels cannot change names outside themselves; " + _USE)
+        if isinstance(s, ast.Nonlocal):
+            self.refuse(s, "nonlocal", "kernels cannot change names outside themselves; " + _USE)
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.refuse(s, "nested function", "a kernel is one self-contained function; write "
+                                              "the helper's code inline")
+        if isinstance(s, ast.ClassDef):
+            self.refuse(s, "class", "a kernel cannot define classes")
+        if isinstance(s, (ast.Try, ast.TryStar, ast.Raise, ast.Assert)):
+            self.refuse(s, type(s).__name__.lower(), "device code has no exceptions")
+        if isinstance(s, ast.Delete):
+            self.refuse(s, "del", "device memory and variables cannot be deleted")
+        if isinstance(s, (ast.AsyncFor, ast.AsyncWith, ast.Match)):
+            self.refuse(s, type(s).__name__.lower(), "not part of the kernel language")
+        if isinstance(s, ast.AnnAssign):
+            self.refuse(s, "annotation", "kernels cannot carry type annotations")
+        if isinstance(s, ast.Pass):
+            return
+        if isinstance(s, ast.Expr):
+            return self.expr_stmt(s, where)
+        if isinstance(s, ast.Assign):
+            return self.assign(s, where)
+        if isinstance(s, ast.AugAssign):
+            return self.augassign(s, where)
+        if isinstance(s, ast.If):
+            self.expr(s.test)
+            self.body(s.body, {**where, "top": False})
+            self.body(s.orelse, {**where, "top": False})
+            return
+        if isinstance(s, ast.While):
+            if s.orelse:
+                self.refuse(s, "loop else", "an else: on a loop has no CUDA counterpart")
+            self.expr(s.test)
+            self.body(s.body, {**where, "loop": "uniform", "top": False})
+            return
+        if isinstance(s, ast.For):
+            return self.for_(s, where)
+        if isinstance(s, ast.With):
+            return self.with_(s, where, previous)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(s, ast.Break) else "continue"
+            if where.get("loop") is None:
+                self.refuse(s, word, f"{word} must be inside a for or while loop")
+            if where.get("loop") == "lanes":
+                self.refuse(s, word, f"Python would {word} the loop for the whole warp, "
+                                     f"whatever the lanes' conditions; inside t.if_, t.else_ or "
+                                     f"t.while_ use a t.while_ condition or a t.local flag")
+            return
+        if isinstance(s, ast.Return):
+            if s.value is not None:
+                self.refuse(s, "return value", "a kernel returns nothing; store results in an "
+                                               "output array")
+            if where.get("lanes"):
+                self.refuse(s, "return", "Python would end the kernel for the whole warp, "
+                                         "whatever the lanes' conditions; use "
+                                         "t.return_if(cond) for lanes that should stop")
+            return
+        self.refuse(s, type(s).__name__.lower(), "not part of the kernel language; " + _USE)
+
+    def expr_stmt(self, s, where):
+        v = s.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return  # a docstring or a string used as a comment
+        if not isinstance(v, ast.Call):
+            self.refuse(s, "expression statement",
+                        "a statement that is only an expression does nothing; assign or "
+                        "store its value")
+        if self.is_t_call(v):
+            op = v.func.attr
+            kind = T_CALLS.get(op, (0, 0, set(), None))[3]
+            if kind in ("stmt", "assign") or op not in T_CALLS:
+                return self.t_call(v, top=True)  # an unknown t.op is refused there
+        if isinstance(v.func, ast.Name) and v.func.id == "print":
+            return self.call(v, print_ok=True)
+        if not self.is_t_call(v):
+            self.call(v)  # refuses a call outside the language with its own reason
+        self.refuse(s, "expression statement",
+                    "only t.sync(), t.syncwarp(), t.return_if(...), atomics and print(...) "
+                    "can stand alone as statements")
+
+    def assign(self, s, where):
+        if len(s.targets) != 1:
+            self.refuse(s, "multiple targets", "assign one name at a time (a = 0; b = 0)")
+        tgt = s.targets[0]
+        if isinstance(tgt, ast.Name):
+            self.bind(tgt, tgt.id)
+            v = s.value
+            if self.is_t_call(v) and v.func.attr in T_CALLS:
+                kind = T_CALLS[v.func.attr][3]
+                if kind == "shared" and not where.get("top"):
+                    self.refuse(s, "t.shared placement",
+                                "declare shared arrays at the top level of the kernel (not in a "
+                                "loop or branch), as __shared__ declarations are per block")
+                if kind in ("shared", "local", "assign"):
+                    return self.t_call(v, top=True)
+            return self.expr(v)
+        if isinstance(tgt, ast.Subscript):
+            self.store_target(tgt)
+            return self.expr(s.value)
+        if isinstance(tgt, (ast.Tuple, ast.List)):
+            self.refuse(s, "tuple assignment", "assign one name at a time (a = 0; b = 0)")
+        self.refuse(s, "assignment target", "only names, array elements a[i] and t.local "
+                                            "variables y[...] can be assigned")
+
+    def augassign(self, s, where):
+        if not isinstance(s.op, _ALLOWED_BINOPS):
+            self.refuse(s, "operator", "the matrix product @ is not part of the kernel "
+                                       "language")
+        if isinstance(s.target, ast.Name):
+            self.bind(s.target, s.target.id)
+        elif isinstance(s.target, ast.Subscript):
+            self.store_target(s.target)
+        else:
+            self.refuse(s, "assignment target", "only names and array elements can be updated")
+        self.expr(s.value)
+
+    def bind(self, node, name):
+        self.check_identifier(node, name)
+        if name == self.ctx or name == "np" or name in BUILTINS:
+            what = ("the warp context" if name == self.ctx else "NumPy" if name == "np"
+                    else "a builtin")
+            self.refuse(node, "reserved name", f"`{name}` names {what}; choose another "
+                                               f"variable name")
+
+    def store_target(self, tgt: ast.Subscript):
+        if isinstance(tgt.slice, ast.Constant) and tgt.slice.value is Ellipsis:
+            if not (isinstance(tgt.value, ast.Name) and tgt.value.id in self.local_vars):
+                self.refuse(tgt, "y[...] assignment",
+                            "y[...] = v updates a variable declared with y = t.local(...)")
+            return
+        if not isinstance(tgt.value, ast.Name) or tgt.value.id in (self.ctx, "np"):
+            self.refuse(tgt, "store target", "store into an array argument or shared array by "
+                                             "name: a[i] = v")
+        self.name(tgt.value)
+        self.index(tgt)
+
+    def for_(self, s, where):
+        if s.orelse:
+            self.refuse(s, "loop else", "an else: on a loop has no CUDA counterpart")
+        if not isinstance(s.target, ast.Name):
+            self.refuse(s, "for target", "loop over one name: for i in range(n)")
+        self.bind(s.target, s.target.id)
+        it = s.iter
+        if self.is_t_call(it, "while_"):
+            self.t_call(it, top=True)
+            return self.body(s.body, {**where, "lanes": True, "loop": "lanes", "top": False})
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            self.call(it)
+            return self.body(s.body, {**where, "top": False,
+                                      "loop": "uniform" if not where.get("lanes")
+                                      else "uniform-in-lanes"})
+        self.refuse(s, "for loop", "loops are for v in range(...) or "
+                                   "for _ in t.while_(lambda: cond)")
+
+    def with_(self, s, where, previous):
+        if len(s.items) != 1 or s.items[0].optional_vars is not None:
+            self.refuse(s, "with", "write with t.if_(cond): or with t.else_(): (one item, no as)")
+        ctx = s.items[0].context_expr
+        if not (self.is_t_call(ctx, "if_") or self.is_t_call(ctx, "else_")):
+            self.refuse(s, "with", "the only with-blocks are with t.if_(cond): and "
+                                   "with t.else_():")
+        if ctx.func.attr == "else_" and not (
+                isinstance(previous, ast.With) and self.is_t_call(previous.items[0].context_expr,
+                                                                  "if_")):
+            self.refuse(s, "t.else_ placement", "with t.else_(): must directly follow a "
+                                                "with t.if_(...): block")
+        self.t_call(ctx, top=True)
+        inner = {**where, "lanes": True, "top": False}
+        if where.get("loop") is not None:
+            inner["loop"] = "lanes"
+        self.body(s.body, inner)
+
+    # -- expressions --
+    def expr(self, e, *, arm=False):
+        if isinstance(e, ast.Constant):
+            if isinstance(e.value, (bool, int, float)):
+                return
+            if e.value is Ellipsis:
+                self.refuse(e, "ellipsis", "... only appears in y[...] = v")
+            self.refuse(e, "constant", "kernels compute with numbers (int, float, bool); strings "
+                                       "appear only as labels, names and in print")
+        if isinstance(e, ast.Name):
+            return self.name(e)
+        if isinstance(e, ast.BinOp):
+            if not isinstance(e.op, _ALLOWED_BINOPS):
+                self.refuse(e, "operator", "the matrix product @ is not part of the kernel "
+                                           "language")
+            self.expr(e.left, arm=arm)
+            self.expr(e.right, arm=arm)
+            return
+        if isinstance(e, ast.UnaryOp):
+            return self.expr(e.operand, arm=arm)
+        if isinstance(e, ast.Compare):
+            for op in e.ops:
+                if not isinstance(op, _ALLOWED_CMPOPS):
+                    self.refuse(e, "comparison", "compare numbers with < <= > >= == !=; "
+                                                 "is/in have no CUDA counterpart")
+            self.expr(e.left, arm=arm)
+            for c in e.comparators:
+                self.expr(c, arm=arm)
+            return
+        if isinstance(e, ast.BoolOp):
+            self.expr(e.values[0], arm=arm)
+            for v in e.values[1:]:
+                self.expr(v, arm=True)
+            return
+        if isinstance(e, ast.IfExp):
+            self.expr(e.test, arm=arm)
+            self.expr(e.body, arm=True)
+            self.expr(e.orelse, arm=True)
+            return
+        if isinstance(e, ast.Subscript):
+            if isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+                self.attribute(e.value)
+                if not (isinstance(e.slice, ast.Constant) and type(e.slice.value) is int):
+                    self.refuse(e, "shape", "index a shape with a number: a.shape[0]")
+                return
+            if isinstance(e.value, ast.Attribute):
+                self.attribute(e.value)  # a.data[i], t.lane[0]: refused with its own reason
+            if not isinstance(e.value, ast.Name) or e.value.id in (self.ctx, "np"):
+                self.refuse(e, "subscript", "index an array argument, a shared array or a "
+                                            "shape by name: a[i], a[i, j], a.shape[0]")
+            self.name(e.value)
+            self.index(e, arm=arm)
+            return
+        if isinstance(e, ast.Attribute):
+            return self.attribute(e)
+        if isinstance(e, ast.Call):
+            if self.is_t_call(e):
+                kind = T_CALLS.get(e.func.attr, (0, 0, set(), "expr"))[3]
+                if kind != "expr" and e.func.attr in T_CALLS:
+                    where = {"with": "only as with t.{op}(...):", "for":
+                             "only as for _ in t.{op}(lambda: cond):", "stmt":
+                             "only as a statement of its own", "assign":
+                             "only as a statement or as name = t.{op}(...)", "local":
+                             "only as name = t.{op}(...)", "shared":
+                             "only as name = t.{op}(...) at the kernel's top level"}[kind]
+                    self.refuse(e, f"t.{e.func.attr} placement",
+                                f"t.{e.func.attr} can be used " + where.format(op=e.func.attr))
+                if arm and e.func.attr in SIDE_EFFECT_CALLS:
+                    self.refuse(e, "side effect in a conditional arm",
+                                f"Python evaluates t.{e.func.attr} for every lane here, CUDA "
+                                f"only for the lanes that pick this arm; compute it into a "
+                                f"variable first")
+                return self.t_call(e, arm=arm)
+            return self.call(e, arm=arm)
+        if isinstance(e, ast.Lambda):
+            self.refuse(e, "lambda", "the only lambda is the condition of "
+                                     "t.while_(lambda: cond)")
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            self.refuse(e, "comprehension", "comprehensions build Python objects; a kernel "
+                                            "loops with for i in range(n)")
+        if isinstance(e, ast.Slice):
+            self.refuse(e, "slice", "index one element at a time (a[i]); slices have no "
+                                    "CUDA counterpart")
+        if isinstance(e, ast.Starred):
+            self.refuse(e, "starred", "*args has no CUDA counterpart")
+        if isinstance(e, ast.NamedExpr):
+            self.refuse(e, "walrus", "assign with name = value on a line of its own")
+        if isinstance(e, (ast.Await, ast.Yield, ast.YieldFrom)):
+            self.refuse(e, type(e).__name__.lower(), "kernels are plain functions")
+        if isinstance(e, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            self.refuse(e, "container", "tuples, lists and dicts are Python objects; tuples "
+                                        "appear only as indices a[i, j] and shapes")
+        if isinstance(e, ast.JoinedStr):
+            self.refuse(e, "f-string", "strings appear only in print(...)")
+        self.refuse(e, type(e).__name__.lower(), "not part of the kernel language; " + _USE)
+
+    def index(self, sub: ast.Subscript, arm=False):
+        idx = sub.slice
+        parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                self.refuse(sub, "slice", "index one element at a time (a[i]); slices have no "
+                                          "CUDA counterpart")
+            if isinstance(p, ast.Constant) and p.value is Ellipsis:
+                self.refuse(sub, "ellipsis", "a[...] only appears as y[...] = v on a t.local "
+                                             "variable")
+            self.expr(p, arm=arm)
+
+    def name(self, e: ast.Name):
+        n = e.id
+        self.check_identifier(e, n)
+        if n == self.ctx:
+            self.refuse(e, "warp context", f"use {n}'s attributes and operations ({n}.thread_idx, "
+                                           f"{n}.sync(), ...), not {n} itself")
+        if n == "np":
+            self.refuse(e, "np", "use NumPy's listed functions, dtypes and constants "
+                                 "(np.sqrt, np.float32, np.inf), not the module itself")
+        if n in BUILTINS and n not in self.locals and n not in self.params:
+            self.refuse(e, "builtin", f"{n} can only be called: {n}(...)")
+        if n in self.params or n in self.locals:
+            return
+        self.free.setdefault(n, e)
+
+    def attribute(self, e: ast.Attribute):
+        a = e.attr
+        if a.startswith("_"):
+            self.refuse(e, "private attribute", "names starting with _ are the simulator's "
+                                                "insides, not part of a kernel")
+        base = e.value
+        if isinstance(base, ast.Name) and base.id == self.ctx:
+            if a in T_DIM3:
+                self.refuse(e, "t API", f"t.{a} is a dim3: use t.{a}.x, t.{a}.y or t.{a}.z")
+            if a in T_VALUES:
+                return
+            if a in T_CALLS:
+                self.refuse(e, "t API", f"t.{a} must be called: t.{a}(...)")
+            self.refuse(e, "t API", f"t.{a} is not part of the warp context's API (see "
+                                    f"docs/kernel_language.md)")
+        if isinstance(base, ast.Name) and base.id == "np":
+            self.uses_np = True
+            if a in NP_CONSTANTS:
+                return
+            if a in NP_FUNCTIONS or a in NP_DTYPES:
+                self.refuse(e, "np name", f"np.{a} must be called here: np.{a}(...)")
+            self.refuse(e, "np name", f"np.{a} is not one of the NumPy names a kernel may use: "
+                                      f"{', '.join(sorted(NP_FUNCTIONS | NP_DTYPES))}")
+        if (a in ("x", "y", "z") and isinstance(base, ast.Attribute)
+                and isinstance(base.value, ast.Name) and base.value.id == self.ctx
+                and base.attr in T_DIM3):
+            return
+        if a == "shape" and isinstance(base, ast.Name) and base.id not in (self.ctx, "np"):
+            return self.name(base)
+        self.refuse(e, "attribute", "the only attributes are t.<name> from the kernel API, "
+                                    "np.<name> from the listed NumPy names, .x/.y/.z of t's "
+                                    "dim3 values and a.shape of arrays (a.data, a.base and the "
+                                    "like are the simulator's insides)")
+
+    def dtype_arg(self, e):
+        if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np"
+                and e.attr in NP_DTYPES):
+            self.uses_np = True
+            return
+        self.refuse(e, "dtype", f"a dtype is one of np.{', np.'.join(sorted(NP_DTYPES))}")
+
+    def string_arg(self, e, what):
+        if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
+            self.refuse(e, "label", f"{what} must be a string literal")
+
+    def t_call(self, e: ast.Call, *, top=False, arm=False):
+        op = e.func.attr
+        if op.startswith("_"):
+            self.refuse(e, "private attribute", "names starting with _ are the simulator's "
+                                                "insides, not part of a kernel")
+        if op not in T_CALLS:
+            if op in T_DIM3 or op in T_VALUES:
+                self.refuse(e, "t API", f"t.{op} is a value, not a function")
+            self.refuse(e, "t API", f"t.{op} is not part of the warp context's API (see "
+                                    f"docs/kernel_language.md)")
+        lo, hi, keywords, _ = T_CALLS[op]
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                self.refuse(a, "starred", "*args has no CUDA counterpart")
+        if not lo <= len(e.args) <= hi:
+            self.refuse(e, "t API", f"t.{op} takes {lo if lo == hi else f'{lo} to {hi}'} "
+                                    f"positional argument(s), got {len(e.args)}")
+        for kw in e.keywords:
+            if kw.arg is None or kw.arg not in keywords:
+                self.refuse(e, "keyword argument", f"t.{op} takes "
+                            + (f"only the keyword(s) {', '.join(sorted(keywords))}" if keywords
+                               else "no keyword arguments"))
+        kwargs = {kw.arg: kw.value for kw in e.keywords}
+        args = list(e.args)
+        if op in ("if_", "while_"):
+            if op == "while_":
+                lam = args[0]
+                if not isinstance(lam, ast.Lambda) or (lam.args.args or lam.args.vararg or
+                                                       lam.args.kwarg or lam.args.kwonlyargs or
+                                                       lam.args.posonlyargs):
+                    self.refuse(e, "t.while_", "write the condition as t.while_(lambda: cond)")
+                self.expr(lam.body)
+            else:
+                self.expr(args[0])
+            label = args[1] if len(args) > 1 else kwargs.get("label")
+            if label is not None:
+                self.string_arg(label, f"t.{op}'s label")
+            return
+        if op == "shared":
+            self.shape_arg(args[0])
+            dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+            if dtype is not None:
+                self.dtype_arg(dtype)
+            label = args[2] if len(args) > 2 else kwargs.get("name")
+            if label is not None:
+                self.string_arg(label, "t.shared's name")
+            return
+        if op == "local":
+            self.expr(args[0])
+            dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+            if dtype is not None:
+                self.dtype_arg(dtype)
+            return
+        if op.startswith("atomic_"):
+            arr = args[0]
+            if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):
+                self.refuse(e, "atomic", f"t.{op}'s first argument is an array, by name")
+            self.name(arr)
+            idx = args[1]
+            for p in (idx.elts if isinstance(idx, ast.Tuple) else [idx]):
+                self.expr(p)
+            for a in args[2:]:
+                self.expr(a)
+            return
+        for k, a in enumerate(args):
+            # t.where(c, a, b): Python evaluates both values for every lane, CUDA one of them
+            self.expr(a, arm=arm or (op == "where" and k > 0))
+
+    def shape_arg(self, e):
+        for p in (e.elts if isinstance(e, ast.Tuple) else [e]):
+            self.expr(p)
+
+    def call(self, e: ast.Call, *, arm=False, print_ok=False):
+        f = e.func
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                self.refuse(a, "starred", "*args has no CUDA counterpart")
+        if isinstance(f, ast.Name):
+            if f.id in ("exec", "eval", "getattr", "setattr", "open", "compile", "__import__",
+                        "globals", "locals", "vars", "type", "object", "super", "input"):
+                self.refuse(e, "builtin", f"{f.id} reaches outside the kernel; " + _USE)
+            if f.id not in BUILTINS or f.id in self.locals or f.id in self.params:
+                self.refuse(e, "call", f"only t.<operation>, np.<function> and the builtins "
+                                       f"{', '.join(sorted(BUILTINS))} can be called; a kernel "
+                                       f"is one self-contained function")
+            if f.id == "print":
+                if not print_ok:
+                    self.refuse(e, "print placement", "print(...) is a statement of its own")
+                if e.keywords:
+                    self.refuse(e, "keyword argument", "print takes positional arguments only")
+                for a in e.args:
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                        continue
+                    if isinstance(a, ast.JoinedStr):
+                        for v in a.values:
+                            if isinstance(v, ast.FormattedValue):
+                                self.expr(v.value)
+                                if v.format_spec is not None:
+                                    self.refuse(v, "f-string", "format specs are not part of "
+                                                               "the kernel language")
+                        continue
+                    self.expr(a)
+                return
+            if e.keywords:
+                self.refuse(e, "keyword argument", f"{f.id} takes positional arguments only")
+            lo, hi = _BUILTIN_ARITY[f.id]
+            if len(e.args) < lo or (hi is not None and len(e.args) > hi):
+                count = (str(lo) if lo == hi else f"{lo} or more" if hi is None
+                         else f"{lo} to {hi}")
+                self.refuse(e, "call", f"{f.id} takes {count} argument(s) here, got "
+                                       f"{len(e.args)}")
+            if f.id == "len":
+                a = e.args[0]
+                if not isinstance(a, ast.Name) or a.id in (self.ctx, "np"):
+                    self.refuse(e, "len", "len takes an array by name: len(a)")
+                self.name(a)
+                return
+            for a in e.args:
+                self.expr(a, arm=arm)
+            return
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np":
+            self.uses_np = True
+            if f.attr.startswith("_"):
+                self.refuse(e, "private attribute", "names starting with _ are not part of a "
+                                                    "kernel")
+            if f.attr not in NP_FUNCTIONS and f.attr not in NP_DTYPES:
+                self.refuse(e, "np name", f"np.{f.attr} is not one of the NumPy names a kernel "
+                                          f"may use: {', '.join(sorted(NP_FUNCTIONS | NP_DTYPES))}")
+            if e.keywords:
+                self.refuse(e, "keyword argument", f"np.{f.attr} takes positional arguments "
+                                                   f"only here")
+            lo, hi = _NP_ARITY.get(f.attr, (1, 1))
+            if not lo <= len(e.args) <= hi:
+                self.refuse(e, "call", f"np.{f.attr} takes {lo} argument(s) here, got "
+                                       f"{len(e.args)}")
+            for a in e.args:
+                self.expr(a, arm=arm)
+            return
+        if isinstance(f, ast.Attribute):
+            self.attribute(f)  # refuses with the attribute's own reason
+        self.refuse(e, "call", f"only t.<operation>, np.<function> and the builtins "
+                               f"{', '.join(sorted(BUILTINS))} can be called")
+
+
+def _resolve(checker: _Checker, kernel, constants, line_offset) -> dict:
+    """Values of the outside names the kernel uses: plain numbers only."""
+    values = {}
+    closure = {}
+    if kernel is not None and getattr(kernel, "__closure__", None):
+        for name, cell in zip(kernel.__code__.co_freevars, kernel.__closure__, strict=True):
+            with contextlib.suppress(ValueError):  # an empty cell has no value
+                closure[name] = cell.cell_contents
+    globs = getattr(kernel, "__globals__", {}) if kernel is not None else {}
+    for name, node in checker.free.items():
+        if name in closure:
+            value = closure[name]
+        elif name in constants:
+            value = constants[name]
+        elif name in globs:
+            value = globs[name]
+        else:
+            line = node.lineno + line_offset
+            hint = ("" if kernel is not None else
+                    " (pass the values of outside constants in constants={...})")
+            if hasattr(builtins, name):
+                raise KernelLanguageError(
+                    f"line {line}: `{name}` is not part of the kernel language; {_USE}",
+                    construct="builtin", lineno=line)
+            raise KernelLanguageError(
+                f"line {line}: `{name}` is not defined: it is not a parameter, a local "
+                f"variable or a constant{hint}", construct="name", lineno=line)
+        if not _is_number(value):
+            line = node.lineno + line_offset
+            raise KernelLanguageError(
+                f"line {line}: `{name}` refers to a {type(value).__name__} outside the kernel; "
+                f"outside names must be plain numbers (e.g. TILE = 32) - pass arrays as "
+                f"arguments and write helpers inline", construct="name", lineno=line)
+        values[name] = value
+    if kernel is not None:
+        for name in BUILTINS:
+            if name in globs and globs[name] is not getattr(builtins, name):
+                used = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(checker.fn))
+                if used:
+                    raise KernelLanguageError(
+                        f"`{name}` is redefined outside the kernel, so the kernel would not call "
+                        f"Python's {name}; rename the outside definition", construct="builtin")
+        if checker.uses_np and globs.get("np", np) is not np and "np" not in closure:
+            raise KernelLanguageError(
+                "`np` outside the kernel is not NumPy; kernels use `import numpy as np`",
+                construct="np")
+    return values
+
+
+def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
+    """Check that a kernel is written in the kernel language; return its parsed form.
+
+    ``kernel_or_source``: a function ``def k(t, ...)`` (its source is read with
+    ``inspect.getsource``, which works for functions defined in notebook cells) or the source
+    text of exactly one such function.  ``constants``: values of outside names the source uses
+    (for source text; a function's own globals and closure are read directly).
+    Raises :class:`KernelLanguageError` (a ``ValueError``) naming the construct and the line.
+    """
+    if constants is None:
+        constants = {}
+    if not isinstance(constants, dict):
+        raise TypeError(f"constants must be a dict of name -> number, got "
+                        f"{type(constants).__name__}")
+    for k, v in constants.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise ValueError(f"constants: {k!r} is not a Python name")
+        if not _is_number(v):
+            raise TypeError(f"constants[{k!r}] must be a number (int, float, bool), got "
+                            f"{type(v).__name__}")
+    if isinstance(kernel_or_source, str):
+        source, offset, fn_obj = textwrap.dedent(kernel_or_source), 0, None
+    else:
+        source, offset = _function_source(kernel_or_source)
+        fn_obj = kernel_or_source
+    tree = _parse(source, offset)
+    checker = _Checker(tree, offset)
+    checker.body(tree.body, {"top": True})
+    values = _resolve(checker, fn_obj, constants, offset)
+    if fn_obj is not None and tree.name != fn_obj.__name__:
+        raise KernelLanguageError(
+            f"the source read for {fn_obj.__name__!r} defines {tree.name!r}; define the kernel "
+            f"with def at the top of its cell", construct="module")
+    return Kernel(name=tree.name, ctx=checker.ctx, params=checker.params, tree=tree,
+                  lines=tuple(source.splitlines()), line_offset=offset, constants=values,
+                  locals=checker.locals)
+
+
+#: What :func:`compile_kernel` leaves a kernel's code able to call.
+SAFE_BUILTINS = {name: getattr(builtins, name) for name in BUILTINS}
+
+
+def compile_kernel(source: str, constants: dict | None = None):
+    """Validate ``source`` (one ``def``) and return the function, defined in a clean namespace.
+
+    The namespace holds ``np`` (NumPy), the ``constants`` and only the builtins of the language
+    (:data:`SAFE_BUILTINS`), so even code that slipped past :func:`validate` could not import
+    or open anything.  This is how the grader turns a learner's kernel text into a function.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's source text, got {type(source).__name__}")
+    k = validate(source, constants)
+    namespace = {"np": np, "__builtins__": dict(SAFE_BUILTINS), **k.constants}
+    text = textwrap.dedent(source)
+    filename = f"<kernel {k.name} #{next(_COMPILED)}>"
+    exec(compile(text, filename=filename, mode="exec"), namespace)  # validated source, clean namespace
+    # keep the text where inspect.getsource (and so to_cuda) looks for it
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return namespace[k.name]
+
+
+_COMPILED = itertools.count(1)

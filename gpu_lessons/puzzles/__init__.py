@@ -1,0 +1,165 @@
+"""Kernel puzzles: write kernels in the SIMT simulator, graded on correctness and efficiency.
+
+Each lesson's exercise notebook (02–08) ends with puzzles.  A puzzle states a spec (a NumPy
+statement), the kernel's signature and its launch; the learner writes the kernel from one
+thread's point of view (see :mod:`gpu_lessons.simt`) and checks it::
+
+    from gpu_lessons import puzzles
+
+    def map_kernel(t, a, out):
+        ...
+
+    puzzles.check("map", map_kernel)     # ✓, "not attempted", or one red line saying why
+    puzzles.show("map", map_kernel)      # lanes × time of one warp, and its memory accesses
+
+A kernel passes when it is *correct* — it matches the spec on several random inputs
+(including sizes that leave partial warps or blocks), with no error, no race and no read of
+shared memory nothing wrote — and *efficient*: it stays within the puzzle's budgets, each
+the best a sound kernel reaches and measured by the simulator (sectors per request, bank
+conflicts, SIMT efficiency, global loads per element, barriers, ...).  Feedback names the
+first property that fails, the learner's line, and the lesson section that explains it; it
+never shows a solution (the worked kernels are not part of this package).
+
+For graders and tools: :func:`evaluate` returns a :class:`PuzzleResult` without printing;
+:func:`kernel_from_source` compiles a kernel given as text; each :class:`Puzzle` has
+``make_inputs(size, seed=)``, ``launch(**size)``, ``expected(args)`` and ``gpu_size`` to run
+it at any allowed size.
+"""
+
+from __future__ import annotations
+
+from .. import _validate
+from ..checks import CheckFailed
+from . import _kernel, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
+from ._core import (
+    FAILED,
+    MAX_INSTRUCTIONS,
+    NOT_ATTEMPTED,
+    PASSED,
+    Budget,
+    Case,
+    Measure,
+    Puzzle,
+    PuzzleResult,
+    Section,
+    judge,
+)
+from ._kernel import kernel_from_source
+from .on_gpu import run_on_gpu
+
+_ALL: tuple[Puzzle, ...] = tuple(p for m in (lesson02, lesson03, lesson04, lesson05, lesson06,
+                                              lesson07, lesson08) for p in m.PUZZLES)
+_BY_ID = {p.id: p for p in _ALL}
+
+
+class PuzzleFailed(CheckFailed):
+    """A kernel that is wrong or over a budget; shows as one red line in a notebook."""
+
+
+def puzzles(lesson: int | None = None) -> tuple[Puzzle, ...]:
+    """Every puzzle in course order, or those of one lesson (2–8)."""
+    if lesson is None:
+        return _ALL
+    lesson = _validate.integer("lesson", lesson, low=2, high=8)
+    return tuple(p for p in _ALL if p.lesson == lesson)
+
+
+def find(puzzle_id: str) -> Puzzle:
+    """The puzzle with this id; a ``ValueError`` lists the ids when there is none."""
+    if not isinstance(puzzle_id, str):
+        raise TypeError(f"puzzle_id must be a str, got {type(puzzle_id).__name__}")
+    try:
+        return _BY_ID[puzzle_id]
+    except KeyError:
+        raise ValueError(f"no puzzle {puzzle_id!r}; the puzzles are: "
+                         f"{', '.join(_BY_ID)}") from None
+
+
+def evaluate(puzzle_id: str, kernel, *, seed: int = 0, constants=None,
+             **choices) -> PuzzleResult:
+    """Judge ``kernel`` on puzzle ``puzzle_id`` without printing or raising for a failure.
+
+    ``kernel``: the learner's function, or its source text (then ``constants`` may give the
+    plain-number globals it reads).  ``seed``: which random inputs (the same seed, the same
+    inputs).  ``choices``: the launch parameters a puzzle lets the learner choose
+    (``block=256`` for ``"occupancy"``).
+    """
+    p = find(puzzle_id)
+    seed = _validate.integer("seed", seed, low=0)
+    unknown = set(choices) - set(p.choices)
+    if unknown:
+        raise TypeError(f"{p.id} has no launch choice {', '.join(sorted(unknown))}"
+                        + (f" (it has: {', '.join(p.choices)})" if p.choices else ""))
+    return judge(p, kernel, seed=seed, choices=choices, constants=constants)
+
+
+def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:
+    """Print ✓ (or "not attempted"); raise :class:`PuzzleFailed` with one line otherwise."""
+    result = evaluate(puzzle_id, kernel, **choices)
+    if result.passed or (result.status == NOT_ATTEMPTED and not strict):
+        print(result.message)
+    else:
+        raise PuzzleFailed(result.message, result)
+
+
+def passed(puzzle_id: str, kernel, **choices) -> bool:
+    return evaluate(puzzle_id, kernel, **choices).passed
+
+
+def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
+    """Run ``kernel`` on one case of the puzzle (the first by default) with every memory
+    access's element recorded; returns ``(SimResult, arguments after the run)``.
+
+    Raises what the kernel raises (a ``KernelError`` at the learner's line) and
+    ``KernelLanguageError`` for a kernel outside the language.
+    """
+    from .. import kernel_lang, simt
+
+    p = find(puzzle_id)
+    kernel_lang.validate(kernel)
+    cases = p.cases(seed, choices)
+    c = cases[_validate.integer("case", case, low=0, high=len(cases) - 1)]
+    args = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in c.args.items()}
+    result = simt.run(kernel, c.grid, c.block, *args.values(), record_indices=True,
+                      max_instructions=MAX_INSTRUCTIONS)
+    return result, args
+
+
+def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bool = False,
+         **choices):
+    """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
+    over time (which lanes ran each instruction), and the elements of the puzzle's main array
+    that the warp's costliest access to it touched, coloured by lane (``whole_run=True``:
+    every access of the run, coloured by count).
+
+    Prints one line instead when there is nothing to draw (the stub, an error).
+    """
+    from ..views.kernel_picture import kernel_picture
+
+    p = find(puzzle_id)
+    if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
+        print(f"… {p.id}: not attempted yet — nothing to show")
+        return None
+    try:
+        result, _ = run(puzzle_id, kernel, **choices)
+    except Exception as exc:  # the learner's kernel: show the error as a line, not a trace
+        text, line = _kernel.explain_error(exc)
+        where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
+        print(f"✗ {p.id}: {text}{where}")
+        return None
+    step = None
+    if not _validate.flag("whole_run", whole_run):
+        accesses = [e for e in result.warp_events(block, warp) if e.array == p.picture]
+        if accesses:  # the first of the most expensive: sectors (global) or wavefronts
+            step = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0)).step
+    row = p.sizes[0][p.picture_row] if p.picture_row else None
+    return kernel_picture(result, array=p.picture, block=block, warp=warp, step=step,
+                          row_elements=row)
+
+
+__all__ = [
+    "FAILED", "NOT_ATTEMPTED", "PASSED",
+    "Budget", "Case", "Measure", "Puzzle", "PuzzleFailed", "PuzzleResult", "Section",
+    "check", "evaluate", "find", "kernel_from_source", "passed", "puzzles", "run", "run_on_gpu",
+    "show",
+]

@@ -1,0 +1,464 @@
+"""What a puzzle is, and how a learner's kernel is judged against it.
+
+A :class:`Puzzle` carries everything except the answer: the spec (a NumPy statement the grader
+executes to get the expected output), the kernel's signature and stub, the launch, an input
+maker that works at any allowed size, the budgets, and the lesson sections that explain them.
+
+:func:`judge` runs a kernel on every case and returns a :class:`PuzzleResult`:
+
+1. the kernel must be in the kernel language (``gpu_lessons.kernel_lang``);
+2. on every case it must run without error, race or read of unwritten shared memory, and
+   match the spec element for element (the first wrong element is reported with the value
+   it should hold);
+3. on the measured cases, every budget must hold.  The first property that fails is the
+   message; all measured values are kept in ``result.measures``.
+"""
+
+from __future__ import annotations
+
+import html
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import simt
+from .._format import html_table
+from ..kernel_lang import KernelLanguageError
+from . import _kernel, _metrics
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_ATTEMPTED = "not attempted"
+
+#: Warp instructions one case may issue before the run is stopped (an endless ``t.while_``).
+MAX_INSTRUCTIONS = 60_000
+
+NOTEBOOKS = {
+    2: "02_threads_warps_sms.ipynb",
+    3: "03_memory_hierarchy.ipynb",
+    4: "04_cache_lines_coalescing_banks.ipynb",
+    5: "05_roofline.ipynb",
+    6: "06_occupancy_latency.ipynb",
+    7: "07_bottlenecks_playbook.ipynb",
+    8: "08_system_level.ipynb",
+}
+
+
+@dataclass(frozen=True)
+class Section:
+    """A lesson section, named by its notebook and heading text (without the ``#``)."""
+
+    lesson: int
+    heading: str
+
+    @property
+    def notebook(self) -> str:
+        return f"notebooks/{NOTEBOOKS[self.lesson]}"
+
+    def __str__(self) -> str:
+        return f"lesson {self.lesson:02d}, “{self.heading}”"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One efficiency property a passing kernel must have.
+
+    ``metric``: a key of :data:`gpu_lessons.puzzles._metrics.METRICS`; ``limit``: a number, or
+    a function of the case's size (and the learner's launch choices) for limits that grow
+    with the problem; ``array``: the array the metric looks at, where it looks at one;
+    ``why``: the one-line derivation of the limit (the best a sound kernel reaches);
+    ``section``: where the lesson explains it (default: the metric's own section).
+    """
+
+    metric: str
+    limit: float | Callable[..., float]
+    why: str
+    array: str | None = None
+    section: Section | None = None
+    params: Mapping = field(default_factory=dict, hash=False)
+    limit_text: str = ""  # the limit in words, for a limit that is a function of the size
+
+    def __post_init__(self):
+        if self.metric not in _metrics.METRICS:
+            raise ValueError(f"Budget.metric must be one of {sorted(_metrics.METRICS)}, "
+                             f"got {self.metric!r}")
+        if callable(self.limit) and not self.limit_text:
+            raise ValueError("a Budget whose limit is a function needs limit_text")
+
+    @property
+    def name(self) -> str:
+        return _metrics.METRICS[self.metric].label(self.array)
+
+    def limit_for(self, size: Mapping, choices: Mapping) -> float:
+        if callable(self.limit):
+            return float(self.limit(**size, **choices))
+        return float(self.limit)
+
+    def where(self) -> Section:
+        return self.section or _metrics.METRICS[self.metric].section
+
+    def describe(self) -> str:
+        m = _metrics.METRICS[self.metric]
+        limit = self.limit_text if callable(self.limit) else m.show(self.limit)
+        return f"{self.name} {m.relation} {limit}"
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """One kernel puzzle.  The fields are the whole statement; no answer is kept here.
+
+    ``params``: the kernel's parameters after ``t``; ``outputs``: which of them it writes;
+    ``spec``: NumPy statement(s) that compute the outputs from the inputs (the grader runs
+    it); ``inputs(size, rng)``: every kernel argument for a size; ``launch(**size,
+    **choices)``: ``(grid, block)``; ``sizes``: simulated cases on which budgets are measured;
+    ``more``: further cases checked for correctness only (sizes that leave partial warps or
+    blocks, smaller problems);
+    ``gpu_size``: a realistic size for timing on a real GPU; ``choices``: launch parameters
+    the learner chooses (``{"block": "threads per block"}``); ``valid(**size)``: raises a
+    ``ValueError`` for a size the launch cannot handle.
+    """
+
+    id: str
+    title: str
+    lesson: int
+    goal: str
+    params: tuple[str, ...]
+    outputs: tuple[str, ...]
+    spec: str
+    launch_text: str
+    lines: int
+    inputs: Callable
+    launch: Callable
+    sizes: tuple[dict, ...]
+    gpu_size: dict
+    budgets: tuple[Budget, ...] = ()
+    sections: tuple[Section, ...] = ()
+    more: tuple[dict, ...] = ()
+    choices: Mapping[str, str] = field(default_factory=dict)
+    valid: Callable | None = None
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    picture: str | None = None  # the array whose accesses show() maps
+    picture_row: str | None = None  # the size whose value is that array's row length
+
+    @property
+    def kernel_name(self) -> str:
+        """The name the exercise notebook gives the learner's kernel."""
+        return f"{self.id}_kernel"
+
+    @property
+    def signature(self) -> str:
+        return f"{self.kernel_name}(t, {', '.join(self.params)})"
+
+    def stub(self) -> str:
+        """The exercise cell: the signature and a body that raises NotImplementedError."""
+        lines = "1 line" if self.lines == 1 else f"{self.lines} lines"
+        choice = "".join(f"{name.upper()} = ...  # {what}: your choice\n\n\n"
+                         for name, what in self.choices.items())
+        return (f"{choice}def {self.signature}:\n"
+                f"    raise NotImplementedError  # your kernel here (roughly {lines})\n")
+
+    def make_inputs(self, size: Mapping | None = None, *, seed: int = 0) -> dict:
+        """All kernel arguments (by name, in order) for ``size`` (default: ``gpu_size``)."""
+        size = dict(self.gpu_size if size is None else size)
+        if self.valid is not None:
+            self.valid(**size)
+        rng = np.random.default_rng([zlib.crc32(self.id.encode()), int(seed)])
+        args = self.inputs(size, rng)
+        if tuple(args) != self.params:
+            raise RuntimeError(f"{self.id}: inputs() gives {tuple(args)}, the kernel takes "
+                               f"{self.params}")
+        return args
+
+    def expected(self, args: Mapping) -> dict[str, np.ndarray]:
+        """The outputs the spec gives for these arguments."""
+        namespace = {"np": np, **{k: (v.copy() if isinstance(v, np.ndarray) else v)
+                                   for k, v in args.items()}}
+        exec(self.spec, namespace)  # the package's own spec text, never the learner's
+        return {name: np.asarray(namespace[name]).astype(args[name].dtype, copy=False)
+                .reshape(args[name].shape) for name in self.outputs}
+
+    def cases(self, seed: int = 0, choices: Mapping | None = None) -> list[Case]:
+        choices = dict(choices or {})
+        out = []
+        for k, (size, measured) in enumerate([(s, True) for s in self.sizes]
+                                             + [(s, False) for s in self.more]):
+            args = self.make_inputs(size, seed=seed * 1000 + k)
+            grid, block = self.launch(**size, **choices)
+            out.append(Case(dict(size), args, grid, block, measured))
+        return out
+
+    def describe(self) -> str:
+        """The statement shown above the stub (markdown)."""
+        budgets = "".join(f"\n  - {b.describe()} — {b.why}" for b in self.budgets)
+        reading = "; ".join(f"{s}" for s in self.sections)
+        return (f"**Goal.** {self.goal}\n\n"
+                f"- Spec (NumPy): `{self.spec}`\n"
+                f"- Kernel: `{self.signature}`\n"
+                f"- Launch: {self.launch_text}\n"
+                + (f"- Budgets:{budgets}\n" if self.budgets else "")
+                + (f"- Read first: {reading}\n" if reading else ""))
+
+    def __repr__(self) -> str:
+        return f"Puzzle({self.id!r}: {self.title}, lesson {self.lesson:02d})"
+
+    def _repr_html_(self) -> str:
+        rows = [("kernel", self.signature), ("spec", self.spec), ("launch", self.launch_text),
+                *[("budget", f"{b.describe()} — {b.why}") for b in self.budgets],
+                *[("read", str(s)) for s in self.sections]]
+        return html_table(f"Puzzle {self.id}: {self.title}", None, rows)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One simulated run: the size, the arguments, the launch and whether budgets count."""
+
+    size: dict
+    args: dict
+    grid: tuple
+    block: tuple
+    measured: bool
+
+    def label(self) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.size.items())
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One budget as the kernel met it (or not)."""
+
+    name: str
+    value: float
+    limit: float
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class PuzzleResult:
+    """The verdict on one kernel.
+
+    ``passed``: correct and within every budget; ``correct``: the spec's output on every
+    case with no hazard (error, race, unwritten shared memory); ``status``: ``"passed"``,
+    ``"failed"`` or ``"not attempted"``; ``failure``: what failed first (``"language"``,
+    ``"signature"``, ``"choice"``, ``"error"``, ``"wrong"``, ``"race"``,
+    ``"uninitialised"``, or a budget's metric name), ``None`` when it passed; ``line``: the
+    learner's source line it points at, where known; ``measures``: every budget measured.
+    ``score``: 1 when passed, 0.5 when correct but over a budget, else 0.
+    """
+
+    puzzle: str
+    status: str
+    correct: bool
+    message: str
+    failure: str | None = None
+    line: int | None = None
+    measures: tuple[Measure, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    @property
+    def score(self) -> float:
+        return 1.0 if self.passed else 0.5 if self.correct else 0.0
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        extra = f", first failure: {self.failure}" if self.failure else ""
+        return f"PuzzleResult({self.puzzle}: {self.status}{extra})"
+
+    def _repr_html_(self) -> str:
+        rows = [(m.name, m.text, "✓" if m.ok else "✗") for m in self.measures]
+        return (f"<p>{html.escape(self.message)}</p>"
+                + (html_table(f"Budgets of {self.puzzle}", ("property", "measured", ""), rows)
+                   if rows else ""))
+
+
+# -- judging ------------------------------------------------------------------------------------
+
+RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
+SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
+
+#: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
+SHUFFLES_READ_ACTIVE_LANES = Budget(
+    "shuffle_inactive_reads", 0, "a shuffle must name only lanes that take part in it (CUDA "
+    "leaves the value read from an inactive lane undefined)")
+
+
+class _Failed(Exception):
+    """Carries a finished verdict out of the steps of :func:`judge`."""
+
+    def __init__(self, result: PuzzleResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
+          constants: Mapping | None = None) -> PuzzleResult:
+    """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
+    ``p`` and return the verdict (see the module docstring)."""
+    try:
+        kernel, choices = _prepare(p, kernel, dict(choices or {}), dict(constants or {}))
+        runs = [_run_case(p, kernel, case) for case in _cases(p, seed, choices)]
+    except _Failed as stop:
+        return stop.result
+    budgets = (*p.budgets, *_implicit(runs))
+    measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
+    measures = tuple(m for _, (m, _, _) in measured)
+    for b, (m, case, line) in measured:
+        if not m.ok:
+            metric = _metrics.METRICS[b.metric]
+            context = case.label() + (f"; line {line}" if line is not None else "")
+            text = (f"correct, but {b.name}: {metric.show(m.value)}, the budget is "
+                    f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
+            return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
+                                b.metric, line, measures)
+    summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
+                        for b, (m, _, _) in measured)
+    inputs = f"{len(runs)} input{'s' if len(runs) > 1 else ''}"
+    return PuzzleResult(p.id, PASSED, True, f"✓ {p.id}: correct on {inputs}"
+                        + (f", within every budget: {summary}" if summary else ""),
+                        None, None, measures)
+
+
+def _fail(p: Puzzle, failure: str, text: str, *, case=None, line=None, section=None):
+    context = [case.label()] if case is not None else []
+    if line is not None and f"line {line}" not in text:
+        context.append(f"line {line}")
+    text += f" ({'; '.join(context)})" if context else ""
+    text += f" — see {section}" if section is not None else ""
+    return _Failed(PuzzleResult(p.id, FAILED, False, f"✗ {p.id}: {text}", failure, line))
+
+
+def _prepare(p: Puzzle, kernel, choices: dict, constants: dict):
+    """The kernel as a function in the kernel language, and the launch choices; raises
+    :class:`_Failed` for a stub, a kernel outside the language, a wrong signature or a
+    missing choice."""
+    if isinstance(kernel, str):  # a notebook cell: BLOCK = 256 and the like, then the def
+        kernel, numbers = _kernel.split_cell(kernel)
+        for name in p.choices:
+            if name not in choices and name.upper() in numbers:
+                choices[name] = numbers[name.upper()]
+        constants = {**{k: v for k, v in numbers.items() if v is not Ellipsis}, **constants}
+    stub = _kernel.is_stub(kernel)
+    unchosen = [k.upper() for k, v in choices.items() if v is Ellipsis]
+    if stub or unchosen:
+        why = (f"`{p.kernel_name}` still raises NotImplementedError" if stub
+               else f"choose {', '.join(unchosen)}")
+        raise _Failed(PuzzleResult(p.id, NOT_ATTEMPTED, False,
+                                   f"… {p.id}: not attempted yet — {why}"))
+    if isinstance(kernel, str):
+        try:
+            kernel = _kernel.kernel_from_source(kernel, constants)
+        except KernelLanguageError as exc:
+            raise _fail(p, "language", str(exc), line=exc.lineno) from None
+        except (SyntaxError, TypeError, ValueError) as exc:
+            raise _fail(p, "language", f"the kernel's source cannot be compiled: {exc}") from None
+    problem = _kernel.language_problem(kernel)
+    if problem is not None:
+        raise _fail(p, "language", problem[0], line=problem[1])
+    problem = _kernel.signature_problem(kernel, p.params)
+    if problem is not None:
+        raise _fail(p, "signature", problem)
+    for name, what in p.choices.items():
+        if name not in choices:
+            raise _fail(p, "choice", f"this puzzle needs your launch choice: pass {name}=... "
+                                     f"({what})")
+    return kernel, choices
+
+
+def _cases(p: Puzzle, seed: int, choices: dict) -> list[Case]:
+    try:
+        return p.cases(seed, choices)
+    except (TypeError, ValueError) as exc:  # a launch choice the puzzle cannot take
+        raise _fail(p, "choice", str(exc)) from None
+
+
+def _run_case(p: Puzzle, kernel, case: Case):
+    """``(case, SimResult)`` for a correct, hazard-free run; raises :class:`_Failed`."""
+    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
+    try:
+        result = simt.run(kernel, case.grid, case.block, *args.values(),
+                          max_instructions=MAX_INSTRUCTIONS)
+    except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
+        text, line = _kernel.explain_error(exc)
+        raise _fail(p, "error", text, case=case, line=line) from None
+    hazard = _hazard(result)
+    if hazard is not None:
+        failure, text, line, section = hazard
+        raise _fail(p, failure, text, case=case, line=line, section=section)
+    wrong = _first_wrong(p, case, args)
+    if wrong is not None:
+        raise _fail(p, "wrong", wrong, case=case, section=p.sections[0] if p.sections else None)
+    return case, result
+
+
+def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | None:
+    """The budget on the measured cases: the first case that breaks it, else the last."""
+    metric = _metrics.METRICS[b.metric]
+    shown = None
+    for case, result in runs:
+        if not case.measured:
+            continue
+        limit = b.limit_for(case.size, choices)
+        value, line = metric.measure(result, case, b.array, b.params)
+        ok = metric.within(value, limit)
+        shown = (Measure(b.name, value, limit, ok,
+                         f"{metric.show(value)}, budget {metric.relation} {metric.show(limit)}"),
+                 case, line)
+        if not ok:
+            break
+    return shown
+
+
+def _implicit(runs) -> tuple[Budget, ...]:
+    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles."""
+    shuffled = any(r.totals.shuffle_instructions for _, r in runs)
+    return (SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()
+
+
+def _hazard(result: simt.SimResult):
+    """(failure, text, line, section) for the first race, read of unwritten shared memory or
+    barrier reached from different lines."""
+    if result.races:
+        r = result.races[0]
+        return "race", f"{r}: a t.sync() is missing", r.other_line, RACE_SECTION
+    for u in result.uninitialised_reads:
+        return "uninitialised", str(u), u.line, SHARED_SECTION
+    for note in result.notes:
+        if "different lines" in note and "t.sync()" in note:
+            return "error", note, None, RACE_SECTION
+    return None
+
+
+def _first_wrong(p: Puzzle, case: Case, args: dict) -> str | None:
+    expected = p.expected(case.args)
+    for name in p.outputs:
+        got, want = args[name], expected[name]
+        if np.issubdtype(want.dtype, np.floating):
+            ok = np.isclose(got, want, rtol=p.rtol, atol=p.atol)
+        else:
+            ok = got == want
+        if ok.all():
+            continue
+        bad = np.flatnonzero(~ok.ravel())
+        i = int(bad[0])
+        g, w = got.ravel()[i], want.ravel()[i]
+        shown = (f"{name}[{i}] was never written (it still holds the NaN it started with)"
+                 if np.issubdtype(got.dtype, np.floating) and np.isnan(g)
+                 else f"{name}[{i}] is {_num(g)}")
+        more = f"; {bad.size} of {got.size} elements are wrong" if bad.size > 1 else ""
+        return f"{shown}, expected {_num(w)}{more}"
+    return None
+
+
+def _num(x) -> str:
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float):
+        return f"{x:.7g}"
+    return str(x)

@@ -1,0 +1,258 @@
+"""The efficiency properties a budget can limit, each measured on a simulator run.
+
+Every metric reads the :class:`gpu_lessons.simt.SimResult` of one case and returns the value
+and, where one line of the kernel is to blame, that line (the learner's own line number).
+Counts are the simulator's: a *request* is one warp-wide load or store instruction, a
+*sector* 32 bytes (``memory.global_load``), a *wavefront* one pass of the 32 banks
+(``memory.shared_load``); "lane loads" count one per active lane.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import occupancy as _occupancy
+from .._format import percent, ratio
+from ..simt import WARP_SIZE
+
+_COALESCING_SECTION = (4, "2. Coalescing: how many sectors does one request cost?")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How to measure, compare and print one property."""
+
+    what: str                     # "global loads of {array}" — the label's template
+    unit: str                     # "sectors per request"
+    measure: Callable             # (result, case, array, params) -> (value, line or None)
+    higher_is_better: bool
+    section_ref: tuple[int, str]
+    decimals: int | None = 1   # None: 3 significant figures
+
+    @property
+    def section(self):
+        from ._core import Section
+
+        return Section(*self.section_ref)
+
+    def label(self, array: str | None) -> str:
+        return self.what.format(array=array)
+
+    @property
+    def relation(self) -> str:
+        return "≥" if self.higher_is_better else "≤"
+
+    @property
+    def bound_word(self) -> str:
+        return "at least " if self.higher_is_better else ""
+
+    def within(self, value: float, limit: float) -> bool:
+        # a hair of slack for the float division of exact counts (1/3 * 3 and the like)
+        eps = 1e-9 * max(1.0, abs(limit))
+        return value >= limit - eps if self.higher_is_better else value <= limit + eps
+
+    def show(self, value: float, unit: bool = True) -> str:
+        """``value`` as the learner reads it: ``4.0 sectors per request``, ``92.7 %``, ``2``."""
+        if self.unit == "%":
+            return percent(value)
+        text = f"{value:,.{self.decimals}f}" if self.decimals is not None else ratio(value)
+        return f"{text} {self.unit}" if unit and self.unit else text
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+def _events(result, kind: str, array: str | None = None):
+    return [e for e in result.events
+            if e.kind == kind and (array is None or e.array == array)]
+
+
+def _worst_line(events, key) -> int | None:
+    """The line of the event that scores worst on ``key`` (the first of equals)."""
+    if not events:
+        return None
+    return max(events, key=key).line
+
+
+def _blocks(result) -> int:
+    g = result.grid
+    return g.x * g.y * g.z
+
+
+# -- the metrics ----------------------------------------------------------------------------------
+
+def _sectors(kind):
+    def measure(result, case, array, params):
+        evs = _events(result, kind, array)
+        requests = sum(e.requests for e in evs)
+        if not requests:
+            return 0.0, None
+        return sum(e.sectors for e in evs) / requests, _worst_line(evs, lambda e: e.sectors)
+    return measure
+
+
+def _bank_conflicts(result, case, array, params):
+    evs = [e for e in result.events if e.bank_conflicts]
+    return float(sum(e.bank_conflicts for e in evs)), _worst_line(evs, lambda e: e.bank_conflicts)
+
+
+def _simt_efficiency(result, case, array, params):
+    idle = Counter()
+    for e in result.events:
+        if e.issued and e.active < WARP_SIZE:
+            idle[e.line] += WARP_SIZE - e.active
+    line = idle.most_common(1)[0][0] if idle else None
+    return result.simt_efficiency, line
+
+
+def _loads_per_element(result, case, array, params):
+    evs = _events(result, "ld.global", array)
+    loads = Counter()
+    for e in evs:
+        loads[e.line] += e.active
+    line = loads.most_common(1)[0][0] if loads else None
+    return sum(loads.values()) / case.args[array].size, line
+
+
+def _barriers(result, case, array, params):
+    bars = Counter(e.line for e in result.events if e.kind == "bar.sync")
+    line = bars.most_common(1)[0][0] if bars else None
+    return result.barriers / _blocks(result), line
+
+
+def _shared_stores_per_element(result, case, array, params):
+    evs = _events(result, "st.shared")
+    stores = Counter()
+    for e in evs:
+        stores[e.line] += e.active
+    line = stores.most_common(1)[0][0] if stores else None
+    return sum(stores.values()) / case.args[array].size, line
+
+
+def _shared_loads_per_fma(result, case, array, params):
+    evs = _events(result, "ld.shared")
+    loads = Counter()
+    for e in evs:
+        loads[e.line] += e.active
+    n = case.size["n"]
+    line = loads.most_common(1)[0][0] if loads else None
+    return sum(loads.values()) / n**3, line
+
+
+def _shared_requests_per_block(result, case, array, params):
+    evs = [e for e in result.events if e.kind in ("ld.shared", "st.shared")]
+    lines = Counter(e.line for e in evs)
+    line = lines.most_common(1)[0][0] if lines else None
+    return len(evs) / _blocks(result), line
+
+
+def _loads_before_first_store(result, case, array, params):
+    """Global loads a warp has issued before its first global store, fewest over the warps
+    that store: how many independent loads each thread keeps in flight (memory-level
+    parallelism), since a store needs the data its loads bring."""
+    before: dict = {}
+    stored: set = set()
+    for e in result.events:
+        key = (e.block, e.warp)
+        if key in stored:
+            continue
+        if e.kind == "ld.global":
+            before[key] = before.get(key, 0) + 1
+        elif e.kind == "st.global":
+            stored.add(key)
+    counts = [before.get(k, 0) for k in stored]
+    first_store = next((e.line for e in result.events if e.kind == "st.global"), None)
+    return (float(min(counts)) if counts else 0.0), first_store
+
+
+def _atomics_per_element(result, case, array, params):
+    """Global atomic lane operations per element of ``array`` (the input they count)."""
+    evs = _events(result, "atom.global")
+    lines = Counter()
+    for e in evs:
+        lines[e.line] += e.active
+    line = lines.most_common(1)[0][0] if lines else None
+    return sum(lines.values()) / case.args[array].size, line
+
+
+def _global_atomics_per_block(result, case, array, params):
+    evs = _events(result, "atom.global")
+    lines = Counter()
+    for e in evs:
+        lines[e.line] += e.active
+    line = lines.most_common(1)[0][0] if lines else None
+    return sum(lines.values()) / _blocks(result), line
+
+
+def _atomic_serialisation(result, case, array, params):
+    """Lanes that hit the most contended address, averaged over the global atomic
+    instructions: 1 when every lane of an atomic updates its own element."""
+    evs = _events(result, "atom.global")
+    if not evs:
+        return 0.0, None
+    return (sum(e.serialisation for e in evs) / len(evs),
+            _worst_line(evs, lambda e: e.serialisation))
+
+
+def _shuffle_inactive_reads(result, case, array, params):
+    reads = result.shuffle_reads
+    return float(result.totals.shuffle_inactive_reads), (reads[0].line if reads else None)
+
+
+def _occupancy_metric(result, case, array, params):
+    """Theoretical occupancy of the learner's launch with the kernel's stated resources."""
+    block = result.block.x * result.block.y * result.block.z
+    smem = params["shared_bytes"](block)
+    occ = _occupancy.occupancy(params["cc"], threads_per_block=block,
+                               registers_per_thread=params["registers"],
+                               shared_mem_per_block=smem)
+    return occ.occupancy, None
+
+
+METRICS: dict[str, Metric] = {
+    "load_sectors": Metric("global loads of {array}", "sectors per request", _sectors("ld.global"),
+                           False, _COALESCING_SECTION),
+    "store_sectors": Metric("global stores to {array}", "sectors per request",
+                            _sectors("st.global"), False, _COALESCING_SECTION),
+    "bank_conflicts": Metric("shared-memory bank conflicts (wavefronts beyond the ideal)", "",
+                             _bank_conflicts, False, (4, "5. Shared memory banks"), None),
+    "simt_efficiency": Metric("SIMT efficiency", "%", _simt_efficiency, True,
+                              (2, "3. Warp divergence: branch by lane or branch by warp")),
+    "loads_per_element": Metric("global loads of {array}", "per element",
+                                _loads_per_element, False,
+                                (7, "3.2 Data reuse: block, warp and thread tiling"), None),
+    "barriers": Metric("barriers", "per block", _barriers, False,
+                       (7, "5.3 Stable execution paths: divergence and needless "
+                           "synchronisation"), None),
+    "shared_stores_per_element": Metric("shared-memory stores", "per element",
+                                        _shared_stores_per_element, False,
+                                        (7, "4. The compute-bound route: keep the units fed "
+                                            "with useful instructions"), None),
+    "shared_loads_per_fma": Metric("shared-memory loads", "per multiply-add",
+                                   _shared_loads_per_fma, False,
+                                   (7, "3.2 Data reuse: block, warp and thread tiling"), None),
+    "shared_requests_per_block": Metric("shared-memory requests", "per block",
+                                        _shared_requests_per_block, False,
+                                        (7, "5.3 Stable execution paths: divergence and "
+                                            "needless synchronisation"), None),
+    "loads_before_first_store": Metric("global loads issued before the first store", "per warp",
+                                       _loads_before_first_store, True,
+                                       (6, "7. A model of latency hiding: warps × "
+                                           "independent work"), None),
+    "atomics_per_element": Metric("global atomics per element of {array}", "",
+                                  _atomics_per_element, False,
+                                  (3, "L2: one cache for the whole GPU"), None),
+    "global_atomics_per_block": Metric("global atomics", "per block", _global_atomics_per_block,
+                                       False, (3, "L1 cache and shared memory: one SRAM, two "
+                                                  "uses"), None),
+    "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
+                                   _atomic_serialisation, False,
+                                   (3, "L2: one cache for the whole GPU"), None),
+    "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
+                                     _shuffle_inactive_reads, False,
+                                     (7, "5.3 Stable execution paths: divergence and needless "
+                                         "synchronisation"), None),
+    "occupancy": Metric("occupancy on an H100 (CC 9.0)", "%", _occupancy_metric, True,
+                        (6, "2. Occupancy and the limits on resident warps")),
+}

@@ -1,0 +1,73 @@
+"""Puzzles for lesson 06 (occupancy and latency hiding): independent work, and the launch."""
+
+from __future__ import annotations
+
+from ._build import S, cdiv, loads, once, size_int, stores, unwritten, values
+from ._core import Budget, Puzzle
+
+OCCUPANCY = S(6, "2. Occupancy and the limits on resident warps")
+HIDING = S(6, "7. A model of latency hiding: warps × independent work")
+
+#: What the compiler gives the box-filter kernel (stated, as ptxas -v would report it).
+BOX_REGISTERS = 40
+BOX_RADIUS = 4
+
+
+def _box_loads(n, block):
+    """Each block loads its elements once and 4 halo values on each side, except past the
+    ends of the array: at most n + 8·(⌈n / block⌉ − 1) loads."""
+    return (n + 2 * BOX_RADIUS * (cdiv(n, block) - 1)) / n
+
+
+def _block(block):
+    return size_int("block", block, high=1024, multiple=32)
+
+
+PUZZLES = (
+    Puzzle(
+        id="ilp", title="Four independent loads per thread", lesson=6,
+        goal="`out = x * 2 + 1`, with each thread doing four elements so that it has four "
+             "loads in flight before it needs any of them. A block of 128 threads covers "
+             "512 elements: pick the four so that every warp-wide load is still 32 "
+             "consecutive floats, and issue all four loads before the first store.",
+        params=("x", "out", "n"), outputs=("out",), spec="out = x * 2 + 1",
+        launch_text="grid n / 512, block 128; n a multiple of 512", lines=9,
+        inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
+        launch=lambda n: (n // 512, 128),
+        sizes=({"n": 1024},), more=({"n": 512},), gpu_size={"n": 1 << 24},
+        valid=lambda n: size_int("n", n, low=512, multiple=512),
+        budgets=(Budget("loads_before_first_store", 4, "the four elements are independent, "
+                        "so all four loads can be in flight at once"),
+                 loads("x"), stores("out"), once("x")),
+        sections=(HIDING,), picture="x",
+    ),
+    Puzzle(
+        id="occupancy", title="Choose the block size", lesson=6,
+        goal="A 9-point box filter, `out[i] = x[i-4] + … + x[i+4]` (0 outside the array), "
+             "with each block staging its values and a halo of 4 on each side in a shared "
+             f"tile of `block + 8` floats. The compiler gives this kernel {BOX_REGISTERS} "
+             "registers per thread. Write the kernel for any block size, and choose "
+             "`BLOCK` (a multiple of 32) so that an H100 keeps as many warps resident as "
+             "this kernel can have.",
+        params=("x", "out", "n"), outputs=("out",),
+        spec="out = np.convolve(x, np.ones(9, np.float32), mode='same')",
+        launch_text="grid ⌈n / BLOCK⌉, block BLOCK (your choice)", lines=26,
+        inputs=lambda s, rng: {"x": values(rng, s["n"], 0, 10), "out": unwritten(s["n"]),
+                               "n": s["n"]},
+        launch=lambda n, block: (cdiv(n, _block(block)), block),
+        sizes=({"n": 3000},), more=({"n": 77},), gpu_size={"n": 1 << 24},
+        valid=lambda n: size_int("n", n, low=9),
+        choices={"block": "threads per block"},
+        budgets=(Budget("occupancy", 0.75,
+                        f"{BOX_REGISTERS} registers × 32 lanes = 1,280 per warp; 16,384 "
+                        "registers per sub-partition hold 12 warps, × 4 = 48 of 64",
+                        section=OCCUPANCY,
+                        params={"cc": "9.0", "registers": BOX_REGISTERS,
+                                "shared_bytes": lambda block: 4 * (block + 2 * BOX_RADIUS)}),
+                 Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
+                        "on each side of every block boundary", array="x",
+                        limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),
+                 loads("x"), stores("out")),
+        sections=(OCCUPANCY, HIDING), picture="x",
+    ),
+)

@@ -1,0 +1,133 @@
+"""Run a puzzle's kernel on a real GPU: the learner's own kernel, translated to CUDA C.
+
+:func:`run_on_gpu` translates the kernel (:func:`gpu_lessons.cuda.to_cuda`), runs it at the
+puzzle's ``gpu_size`` on inputs from the puzzle's input maker, checks the outputs against the
+puzzle's spec, and sets the measured time beside what the models predicted:
+
+* the simulator's counts, from a simulated run at the puzzle's first (small) size: global
+  sectors per request, shared-memory wavefronts and bank conflicts, SIMT efficiency;
+* the memory model's time: the bytes the simulator says move (32-byte sectors x 32 B),
+  scaled from the small size to the GPU size by the ratio of the arrays' bytes, over the
+  catalog bandwidth of the GPU it ran on (:func:`gpu_lessons.roofline.kernel_time` with no
+  FLOPs: the time memory alone needs).  The scaling assumes the kernel moves bytes in
+  proportion to its arrays, true of every puzzle's sound kernel; caches (L2 reuse of a
+  matrix multiply's tiles) make the real traffic smaller, launch overhead makes tiny kernels
+  slower.
+
+Without a GPU it prints the course's one skip line, as every GPU cell does (the translation
+still runs first, so a kernel CUDA could not take is reported either way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PuzzleGpuRun:
+    """A puzzle kernel on a GPU next to the models' predictions (times in seconds)."""
+
+    puzzle: str
+    device: str
+    size: dict
+    correct: bool
+    wrong: str | None
+    seconds: float
+    repeats: int
+    sectors_per_request: float
+    bank_conflicts: int
+    shared_wavefronts: int
+    simt_efficiency: float
+    predicted_bytes: float
+    predicted_seconds: float | None
+    bandwidth: float | None
+
+    def _rows(self):
+        spr = self.sectors_per_request
+        rows = [("output", "matches the spec" if self.correct else f"WRONG: {self.wrong}"),
+                ("measured kernel time", f"{self.seconds * 1e6:,.1f} µs (median of "
+                                         f"{self.repeats}, CUDA events)"),
+                ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
+                ("simulator: shared wavefronts (bank conflicts)",
+                 f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
+                ("simulator: SIMT efficiency", f"{self.simt_efficiency:.1%}"),
+                ("memory model: bytes moved at this size", f"{self.predicted_bytes / 1e6:,.1f} MB")]
+        if self.predicted_seconds is not None:
+            rows.append(("memory model: time at the catalog bandwidth",
+                         f"{self.predicted_seconds * 1e6:,.1f} µs at "
+                         f"{self.bandwidth / 1e9:,.0f} GB/s "
+                         f"(measured / predicted = {self.seconds / self.predicted_seconds:.2f})"))
+        else:
+            rows.append(("memory model: time", f"{self.device} is not in the course's GPU "
+                                               f"catalog, so no bandwidth to divide by"))
+        return rows
+
+    def __repr__(self) -> str:
+        size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
+        lines = [f"{self.puzzle} on {self.device} ({size}):"]
+        lines += [f"  {k}: {v}" for k, v in self._rows()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from .._format import html_table
+
+        size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
+        return html_table(f"{self.puzzle} on {self.device} ({size})", ("quantity", "value"),
+                          self._rows())
+
+
+def _array_bytes(args) -> int:
+    return sum(v.nbytes for v in args.values() if isinstance(v, np.ndarray))
+
+
+def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, **choices):
+    """Run ``kernel`` on puzzle ``puzzle_id`` at ``size`` (default: the puzzle's ``gpu_size``)
+    on this machine's GPU, ``repeats`` timed runs; ``choices``: the launch parameters a puzzle
+    lets the learner choose (e.g. ``block=256``).  Returns a :class:`PuzzleGpuRun`, or ``None``
+    without a GPU (after printing the skip line)."""
+    from .. import cuda, roofline, simt
+    from ..measure.gpu import _catalog_gpu, skip_line
+    from . import _kernel, find
+
+    p = find(puzzle_id)
+    if _kernel.is_stub(kernel):  # the exercise's stub: nothing to translate yet
+        print(f"… {p.id}: not attempted yet — write the kernel first")
+        return None
+    if isinstance(kernel, str):
+        kernel = _kernel.kernel_from_source(kernel)
+    size = dict(p.gpu_size if size is None else size)
+    args = p.make_inputs(size, seed=seed)
+    grid, block = p.launch(**size, **choices)
+    cuda.to_cuda(kernel, *args.values())   # the language and the translation, GPU or not
+    line = skip_line()
+    if line is not None:
+        print(line)
+        return None
+
+    small = dict(p.sizes[0])
+    small_args = p.make_inputs(small, seed=seed)
+    sim = simt.run(kernel, *p.launch(**small, **choices), *small_args.values())
+    expected = p.expected(args)
+    run = cuda.run_on_gpu(kernel, grid, block, *args.values(), repeats=repeats)
+    if run is None:     # a CUDA error was reported in one line
+        return None
+    wrong = None
+    for name in p.outputs:
+        got, want = args[name], expected[name]
+        ok = (np.isclose(got, want, rtol=p.rtol, atol=p.atol)
+              if np.issubdtype(want.dtype, np.floating) else got == want)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok.ravel())[0])
+            wrong = f"{name}[{i}] is {got.ravel()[i]}, expected {want.ravel()[i]}"
+            break
+    t = sim.totals
+    moved = t.global_sectors * 32 * _array_bytes(args) / _array_bytes(small_args)
+    g = _catalog_gpu(run.device)
+    predicted = (roofline.kernel_time(0.0, moved, g.peak_flops("fp32"), g.bandwidth)
+                 if g is not None and moved > 0 else None)
+    return PuzzleGpuRun(p.id, run.device, size, wrong is None, wrong, run.timing.median,
+                        run.timing.repeats, t.sectors_per_request, int(t.bank_conflicts),
+                        int(t.shared_wavefronts), t.simt_efficiency, moved, predicted,
+                        g.bandwidth if g is not None else None)

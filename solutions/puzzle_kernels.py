@@ -1,0 +1,484 @@
+"""Worked kernels for every puzzle of ``gpu_lessons.puzzles`` (instructors' copy).
+
+These are the answers: they are not part of the package a learner installs.  Each function is
+named after its puzzle (``<puzzle id>_kernel``) and is, character for character, the kernel
+cell of the matching solution notebook (``tests/test_puzzles.py`` keeps the two in step).
+Tests and tools load this file by path::
+
+    spec = importlib.util.spec_from_file_location("puzzle_kernels", "solutions/puzzle_kernels.py")
+
+Every kernel is one self-contained function in the kernel language: its arguments, ``t``,
+``np``, numbers and locals.
+"""
+
+import numpy as np
+
+# -- lesson 02: threads, warps and SMs ------------------------------------------------------------
+
+
+def map_kernel(t, a, out):
+    i = t.thread_idx.x
+    out[i] = a[i] + 10
+
+
+def zip_kernel(t, a, b, out):
+    i = t.thread_idx.x
+    out[i] = a[i] + b[i]
+
+
+def guard_kernel(t, a, out, n):
+    i = t.thread_idx.x
+    t.return_if(i >= n)
+    out[i] = a[i] + 10
+
+
+def map_2d_kernel(t, a, out, n):
+    row = t.thread_idx.y
+    col = t.thread_idx.x
+    t.return_if((row >= n) | (col >= n))
+    out[row * n + col] = a[row * n + col] + 10
+
+
+def broadcast_kernel(t, a, b, out, n, m):
+    i = t.thread_idx.y
+    j = t.thread_idx.x
+    t.return_if((i >= n) | (j >= m))
+    out[i * m + j] = a[i] + b[j]
+
+
+def blocks_kernel(t, a, out, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    out[i] = a[i] + 10
+
+
+def blocks_2d_kernel(t, a, out, rows, cols):
+    row = t.block_idx.y * 16 + t.thread_idx.y
+    col = t.block_idx.x * 16 + t.thread_idx.x
+    t.return_if((row >= rows) | (col >= cols))
+    out[row * cols + col] = a[row * cols + col] * 2
+
+
+def split_work_kernel(t, a, b, out_a, out_b, n):
+    g = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    # n is a multiple of 32: threads 0..n-1 fill whole warps, so no warp runs both paths
+    with t.if_(g < n):
+        out_a[g] = a[g] * 2
+    with t.else_():
+        j = g - n
+        out_b[j] = b[j] + 1
+
+
+# -- lesson 03: the memory hierarchy ------------------------------------------------------------
+
+
+def stencil_kernel(t, x, out, n):
+    tile = t.shared(130, np.float32)          # the block's 128 values and one on each side
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    tile[tid + 1] = x[i]
+    with t.if_((tid == 0) & (i > 0)):
+        tile[0] = x[i - 1]
+    with t.if_((tid == 0) & (i == 0)):
+        tile[0] = 0.0
+    last = (tid == 127) | (i == n - 1)        # the block's last thread that has a value
+    with t.if_(last & (i + 1 < n)):
+        tile[tid + 2] = x[i + 1]
+    with t.if_(last & (i + 1 >= n)):
+        tile[tid + 2] = 0.0
+    t.sync()
+    out[i] = tile[tid] + tile[tid + 1] + tile[tid + 2]
+
+
+def dot_kernel(t, a, b, out):
+    cache = t.shared(t.block_dim.x, np.float32)
+    tid = t.thread_idx.x
+    cache[tid] = a[tid] * b[tid]
+    t.sync()
+    s = t.block_dim.x // 2
+    while s > 0:
+        with t.if_(tid < s):
+            cache[tid] = cache[tid] + cache[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[0] = cache[0]
+
+
+def histogram_global_kernel(t, x, hist, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    t.atomic_add(hist, x[i], 1)
+
+
+def histogram_shared_kernel(t, x, hist, n):
+    bins = t.shared(16, np.int32)             # this block's private histogram
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid < 16):                     # one global atomic per bin, all different
+        t.atomic_add(hist, tid, bins[tid])
+
+
+# -- lesson 04: coalescing and banks ------------------------------------------------------------
+
+
+def aos_to_soa_kernel(t, aos, x, y, z, n):
+    tile = t.shared(384, np.float32)          # the block's 128 structs as they lie in memory
+    tid = t.thread_idx.x
+    first = t.block_idx.x * 384
+    for k in range(3):                        # consecutive lanes copy consecutive floats
+        j = k * 128 + tid
+        with t.if_(first + j < 3 * n):
+            tile[j] = aos[first + j]
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    x[i] = tile[3 * tid]                      # stride 3 words: 32 different banks
+    y[i] = tile[3 * tid + 1]
+    z[i] = tile[3 * tid + 2]
+
+
+def transpose_naive_kernel(t, a, out, n):
+    i = t.block_idx.y * 32 + t.thread_idx.y    # row of a
+    j = t.block_idx.x * 32 + t.thread_idx.x    # column of a: lanes read along a row
+    out[j * n + i] = a[i * n + j]
+
+
+def transpose_tiled_kernel(t, a, out, n):
+    tile = t.shared((32, 32), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    tile[ty, tx] = a[(t.block_idx.y * 32 + ty) * n + t.block_idx.x * 32 + tx]
+    t.sync()
+    out[(t.block_idx.x * 32 + ty) * n + t.block_idx.y * 32 + tx] = tile[tx, ty]
+
+
+def transpose_kernel(t, a, out, n):
+    tile = t.shared((32, 33), np.float32)     # one spare column: a tile column spans 32 banks
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    tile[ty, tx] = a[(t.block_idx.y * 32 + ty) * n + t.block_idx.x * 32 + tx]
+    t.sync()
+    out[(t.block_idx.x * 32 + ty) * n + t.block_idx.y * 32 + tx] = tile[tx, ty]
+
+
+# -- lesson 05: roofline ------------------------------------------------------------------------
+
+
+def matmul_naive_kernel(t, a, b, c, n):
+    row = t.block_idx.y * 16 + t.thread_idx.y
+    col = t.block_idx.x * 16 + t.thread_idx.x
+    t.return_if((row >= n) | (col >= n))
+    acc = 0.0
+    for k in range(n):
+        acc = acc + a[row * n + k] * b[k * n + col]
+    c[row * n + col] = acc
+
+
+def matmul_tiled_kernel(t, a, b, c, n):
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = 0.0
+    for k0 in range(0, n, 16):
+        sa[ty, tx] = a[row * n + k0 + tx]
+        sb[ty, tx] = b[(k0 + ty) * n + col]
+        t.sync()
+        for k in range(16):
+            acc = acc + sa[ty, k] * sb[k, tx]
+        t.sync()
+    c[row * n + col] = acc
+
+
+# -- lesson 06: occupancy and latency hiding ----------------------------------------------------
+
+
+def ilp_kernel(t, x, out, n):
+    i = t.block_idx.x * 512 + t.thread_idx.x  # elements i, i + 128, i + 256, i + 384
+    x0 = x[i]
+    x1 = x[i + 128]
+    x2 = x[i + 256]
+    x3 = x[i + 384]
+    out[i] = x0 * 2 + 1
+    out[i + 128] = x1 * 2 + 1
+    out[i + 256] = x2 * 2 + 1
+    out[i + 384] = x3 * 2 + 1
+
+
+BLOCK = 256  # threads per block: 48 of 64 warps resident at 40 registers
+
+
+def occupancy_kernel(t, x, out, n):
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)     # the block's values and 4 more on each side
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 4] = x[i]
+    with t.else_():
+        tile[tid + 4] = 0.0
+    with t.if_(tid < 4):
+        left = start - 4 + tid
+        with t.if_(left >= 0):
+            tile[tid] = x[left]
+        with t.else_():
+            tile[tid] = 0.0
+        right = start + size + tid
+        with t.if_(right < n):
+            tile[size + 4 + tid] = x[right]
+        with t.else_():
+            tile[size + 4 + tid] = 0.0
+    t.sync()
+    with t.if_(i < n):
+        acc = tile[tid]
+        for k in range(1, 9):
+            acc = acc + tile[tid + k]
+        out[i] = acc
+
+
+# -- lesson 07: the optimisation playbook -------------------------------------------------------
+
+
+def reduce_tree_kernel(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 1
+    while s < 256:
+        with t.if_(tid % (2 * s) == 0):       # correct, but lanes of every warp idle
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_warp_uniform_kernel(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 1
+    while s < 256:
+        index = 2 * s * tid                   # threads 0, 1, 2, ... do the additions
+        with t.if_(index < 256):
+            sdata[index] = sdata[index] + sdata[index + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_kernel(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 0:
+        with t.if_(tid < s):                  # a warp reads 32 consecutive words
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_shuffle_kernel(t, x, out):
+    totals = t.shared(8, np.float32)          # one total per warp
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:                              # the warp's 32 values, in registers
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(t.warp == 0):
+        w = t.local(0.0)
+        with t.if_(tid < 8):
+            w[...] = totals[tid]
+        d = 4
+        while d > 0:
+            w[...] = w + t.shfl_down(w, d)
+            d //= 2
+        with t.if_(tid == 0):
+            out[t.block_idx.x] = w
+
+
+def scan_hillis_steele_kernel(t, x, out):
+    buf = t.shared((2, 128), np.float32)      # read one row, write the other, then swap
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    buf[0, tid] = x[i]
+    t.sync()
+    src = 0
+    offset = 1
+    while offset < 128:
+        dst = 1 - src
+        with t.if_(tid >= offset):
+            buf[dst, tid] = buf[src, tid] + buf[src, tid - offset]
+        with t.else_():
+            buf[dst, tid] = buf[src, tid]
+        t.sync()
+        src = dst
+        offset *= 2
+    out[i] = buf[src, tid]
+
+
+def scan_blelloch_kernel(t, x, out):
+    temp = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    temp[tid] = x[base + tid]
+    temp[tid + 64] = x[base + tid + 64]
+    offset = 1
+    d = 64
+    while d > 0:                              # up-sweep: partial sums up the tree
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            temp[bi] = temp[bi] + temp[ai]
+        offset *= 2
+        d //= 2
+    with t.if_(tid == 0):
+        temp[127] = 0.0
+    d = 1
+    while d < 128:                            # down-sweep: prefix sums down the tree
+        offset //= 2
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            left = temp[ai]
+            right = temp[bi]
+            temp[ai] = right
+            temp[bi] = right + left
+        d *= 2
+    t.sync()
+    out[base + tid] = temp[tid]
+    out[base + tid + 64] = temp[tid + 64]
+
+
+def matmul_register_kernel(t, a, b, c, n):
+    sa = t.shared((16, 17), np.float32)       # padded: the 4 rows a warp reads hit 4 banks
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty             # this thread's rows: row, row + 8
+    col = t.block_idx.x * 16 + tx             # its columns: col, col + 8
+    c00 = 0.0
+    c01 = 0.0
+    c10 = 0.0
+    c11 = 0.0
+    for k0 in range(0, n, 16):
+        for di in range(0, 16, 8):
+            for dj in range(0, 16, 8):
+                sa[ty + di, tx + dj] = a[(row + di) * n + k0 + tx + dj]
+                sb[ty + di, tx + dj] = b[(k0 + ty + di) * n + col + dj]
+        t.sync()
+        for k in range(16):
+            a0 = sa[ty, k]
+            a1 = sa[ty + 8, k]
+            b0 = sb[k, tx]
+            b1 = sb[k, tx + 8]
+            c00 = c00 + a0 * b0
+            c01 = c01 + a0 * b1
+            c10 = c10 + a1 * b0
+            c11 = c11 + a1 * b1
+        t.sync()
+    c[row * n + col] = c00
+    c[row * n + col + 8] = c01
+    c[(row + 8) * n + col] = c10
+    c[(row + 8) * n + col + 8] = c11
+
+
+# -- lesson 08: system level --------------------------------------------------------------------
+
+
+def grid_stride_kernel(t, x, out, n):
+    stride = t.grid_dim.x * t.block_dim.x
+    i = t.local(t.block_idx.x * t.block_dim.x + t.thread_idx.x)
+    for _ in t.while_(lambda: i < n):
+        out[i] = 2 * x[i] + 1
+        i[...] = i + stride
+
+
+def segmented_sum_kernel(t, x, offsets, out):
+    part = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    end = offsets[seg + 1]
+    acc = t.local(0.0)
+    i = t.local(offsets[seg] + tid)
+    for _ in t.while_(lambda: i < end):       # stride over this segment, 128 at a time
+        acc[...] = acc + x[i]
+        i[...] = i + 128
+    part[tid] = acc
+    t.sync()
+    s = 64
+    while s > 0:
+        with t.if_(tid < s):
+            part[tid] = part[tid] + part[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[seg] = part[0]
+
+
+def softmax_kernel(t, x, out, cols):
+    row = t.shared(1024, np.float32)          # the whole row, read from global memory once
+    red = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * cols
+    m = t.local(-np.inf)
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            v = x[base + j]
+            row[j] = v
+            m[...] = np.maximum(m, v)
+    red[tid] = m
+    t.sync()
+    s = 64
+    while s > 0:                              # the row's maximum
+        with t.if_(tid < s):
+            red[tid] = np.maximum(red[tid], red[tid + s])
+        t.sync()
+        s //= 2
+    top = red[0]
+    t.sync()                                  # everyone has read it before red is reused
+    total = t.local(0.0)
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            e = np.exp(row[j] - top)
+            row[j] = e
+            total[...] = total + e
+    red[tid] = total
+    t.sync()
+    s = 64
+    while s > 0:                              # the row's sum
+        with t.if_(tid < s):
+            red[tid] = red[tid] + red[tid + s]
+        t.sync()
+        s //= 2
+    scale = 1.0 / red[0]
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            out[base + j] = row[j] * scale

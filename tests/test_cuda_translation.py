@@ -1,0 +1,448 @@
+"""to_cuda: the CUDA C it writes, what it means, and what it refuses.
+
+Three kinds of check, none needing a GPU:
+
+* **structure**: the translation of small kernels against CUDA written out by hand here;
+* **meaning**: the translated source compiled with g++ (tests/cuda_cpu.py: one OS thread per
+  CUDA thread, barriers, shuffles and atomics emulated) must give *bit-identical* results to the
+  simulator on the same inputs — every teaching kernel, every puzzle's worked kernel and kernels
+  written to exercise NumPy's promotion rules, Python's ``//`` and ``%``, scoping and shuffles.
+  The one tolerance: kernels calling ``np.exp`` (libm's and NumPy's exp differ in the last
+  place), checked against the puzzle's spec with the puzzle's own tolerance;
+* **refusals**: each construct the simulator would reject at run time is refused by name.
+"""
+
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_lessons import cuda, simt_kernels
+from gpu_lessons.kernel_lang import KernelLanguageError, compile_kernel
+from gpu_lessons.simt import run
+
+cpu = pytest.importorskip("cuda_cpu", reason="tests/cuda_cpu.py is the CPU harness")
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_gxx = pytest.mark.skipif(not cpu.available(), reason="g++ is needed to run CUDA C on the CPU")
+
+
+def _kernel(src: str):
+    return compile_kernel(textwrap.dedent(src))
+
+
+def _puzzle_kernels():
+    path = ROOT / "solutions" / "puzzle_kernels.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("puzzle_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# -- structure -------------------------------------------------------------------------------------
+
+def test_a_map_kernel_reads_like_hand_written_cuda():
+    k = _kernel("""
+    def scale(t, x, out, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        t.return_if(i >= n)
+        out[i] = x[i] * 2.0
+    """)
+    src = cuda.to_cuda(k, np.ones(8, np.float32), np.zeros(8, np.float32), 8)
+    code = [line.split("//")[0].rstrip() for line in src.body.splitlines()]
+    assert code == ['extern "C" __global__ void scale(const float* x, float* out, int n)',
+                    "{",
+                    "    int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                    "    if (i >= n) return;",
+                    "    out[i] = x[i] * 2.0f;",
+                    "}"]
+    comments = [line.split("// ", 1)[1] for line in src.body.splitlines() if "//" in line]
+    assert comments == ["i = t.block_idx.x * t.block_dim.x + t.thread_idx.x",
+                        "t.return_if(i >= n)", "out[i] = x[i] * 2.0"]
+    # the comment column is aligned
+    assert len({line.index("//") for line in src.body.splitlines() if "//" in line}) == 1
+    assert src.kernel_name == "scale" and isinstance(src, str)
+    assert [(p.name, p.kind, p.ctype, p.written) for p in src.params] == [
+        ("x", "array", "float", False), ("out", "array", "float", True),
+        ("n", "scalar", "int", False)]
+
+
+def test_teaching_reduction_translates_to_harris_kernel_3():
+    launch = simt_kernels.cuda_launch("reduce_sequential")
+    src = cuda.to_cuda(simt_kernels.reduce_sequential, *launch.inputs)
+    code = [line.split("//")[0].strip() for line in src.body.splitlines()]
+    for expected in ("extern __shared__ __align__(128) unsigned char dynamic_smem[];",
+                     "float* sdata = (float*)dynamic_smem;",
+                     "int s = blockDim.x / 2;", "while (s > 0) {", "if (tid < s) {",
+                     "sdata[tid] += sdata[tid + s];", "__syncthreads();", "s /= 2;"):
+        assert expected in code, expected
+    assert src.dynamic_shared_bytes(256) == 256 * 4 == launch.shared_bytes
+
+
+def test_fixed_tiles_are_static_shared_arrays_and_2d_arrays_are_flattened():
+    launch = simt_kernels.cuda_launch("transpose_tiled_padded", 64)
+    src = cuda.to_cuda(simt_kernels.transpose_tiled_padded, *launch.inputs)
+    assert "__shared__ float tile[32][32 + 1];" in src.body
+    assert "a[(y + j) * 64 + x]" in src.body          # a[y + j, x] on a 64 x 64 array
+    assert "tile[threadIdx.x][threadIdx.y + j]" in src.body
+    assert "a[i, j] is a[i * 64 + j]" in src           # the header says how
+    assert src.dynamic_shared_bytes((32, 8)) == 0
+
+
+def test_types_follow_numpy_promotion():
+    k = _kernel("""
+    def k(t, x, out, alpha):
+        i = t.thread_idx.x
+        out[i] = x[i] * i + x[i] * alpha
+    """)
+    body = cuda.to_cuda(k, np.ones(32, np.float32), np.zeros(32, np.float32), 0.5).body
+    # float32 * int64 index is float64 in NumPy; float32 * (weak) Python float stays float32
+    assert "(double)x[i] * i" in body
+    assert "x[i] * (float)alpha" in body
+    assert "out[i] = (float)(" in body
+
+
+def test_python_floor_division_and_modulo_use_helpers_unless_non_negative():
+    k = _kernel("""
+    def k(t, a, out, n):
+        i = t.thread_idx.x
+        out[i] = (a[i] // n) + (a[i] % n) + i // 2 + i % 4
+    """)
+    src = cuda.to_cuda(k, np.arange(32, dtype=np.int32), np.zeros(32, np.int32), 3)
+    assert "py_floordiv(a[i], n)" in src.body and "py_mod(a[i], n)" in src.body
+    assert "i / 2" in src.body and "i % 4" in src.body
+    assert "__device__ int py_floordiv(int a, int b)" in src
+
+
+def test_float_literal_is_numpys_float32_rounding():
+    # 0.1 as float32 is 0.100000001490116...; the shortest text that reads back as it is 0.1
+    k = _kernel("""
+    def k(t, x):
+        x[t.thread_idx.x] = x[t.thread_idx.x] + 16777217.0
+    """)
+    assert "x[threadIdx.x] + 16777216.0f" in cuda.to_cuda(k, np.ones(4, np.float32)).body
+
+
+def test_print_is_shown_as_a_comment():
+    k = _kernel("""
+    def k(t, x):
+        print("lane", t.lane)
+        x[t.thread_idx.x] = 1.0
+    """)
+    assert "// print(...) runs in the simulator only" in cuda.to_cuda(k, np.ones(4, np.float32))
+
+
+def test_html_display_highlights():
+    src = cuda.to_cuda(simt_kernels.reduce_sequential, *simt_kernels.cuda_launch(
+        "reduce_sequential").inputs)
+    html = src._repr_html_()
+    assert "<span" in html and "__syncthreads" in html
+    assert repr(src) == str(src)
+
+
+# -- meaning: bit-identical to the simulator on the CPU ---------------------------------------------
+
+SEMANTICS = {
+    "promotion": ("""
+    def promotion(t, x, out, alpha, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        t.return_if(i >= n)
+        v = x[i] * i + alpha
+        w = x[i] * alpha - 1
+        out[i] = v + w / 3
+    """, lambda rng: (rng.standard_normal(70).astype(np.float32), np.zeros(70, np.float32),
+                      0.3, 70), 2, 64),
+    "floor_ops": ("""
+    def floor_ops(t, a, f, out_i, out_f, n):
+        i = t.thread_idx.x
+        out_i[i] = a[i] // n + a[i] % n * 100 + (-i) // 3 * 10000 + (i - 16) % 5 * 1000000
+        out_f[i] = f[i] // 0.75 + f[i] % 0.75 + i / 4
+    """, lambda rng: (rng.integers(-50, 50, 32).astype(np.int32),
+                      rng.standard_normal(32).astype(np.float32), np.zeros(32, np.int32),
+                      np.zeros(32, np.float32), -7), 1, 32),
+    "locals_and_branches": ("""
+    def locals_and_branches(t, x, out, n):
+        i = t.thread_idx.x
+        acc = t.local(0.0)
+        best = t.local(-np.inf, np.float32)
+        for j in range(n - 1, -1, -2):
+            v = x[(i + j) % 32]
+            with t.if_((v > 0) & ~(v > 2)):
+                acc[...] = acc + v
+                best[...] = np.maximum(best, v)
+            with t.else_():
+                acc[...] = acc - v * 0.5
+        k = t.local(i)
+        for _ in t.while_(lambda: k < 40):
+            k[...] = k + 3
+        m = 0.0
+        m = m + x[i]
+        m = t.where(k % 2 == 0, m, -m)
+        if n > 3 and not n > 100:
+            out[i] = acc + best + k + m + abs(-n) + max(n, 2) + min(n, 2)
+    """, lambda rng: (rng.standard_normal(32).astype(np.float32), np.zeros(32, np.float32), 9),
+        1, 32),
+    "reused_names": ("""
+    def reused_names(t, x, out):
+        tid = t.thread_idx.x
+        d = 16
+        v = x[tid]
+        while d > 0:
+            v = v + t.shfl_down(v, d)
+            d //= 2
+        with t.if_(t.lane < 4):
+            d = 2
+            w = t.shfl_xor(v, d) + t.shfl_up(v, 1) + t.shfl_idx(v, 3)
+            out[tid] = w
+        with t.else_():
+            out[tid] = v
+    """, lambda rng: (rng.integers(0, 9, 64).astype(np.float32), np.zeros(64, np.float32)),
+        1, 64),
+    "atomics": ("""
+    def atomics(t, x, hist, mx, first, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        t.return_if(i >= n)
+        b = x[i] % 8
+        t.atomic_add(hist, b, 1)
+        t.atomic_max(mx, b % 2, x[i] // 2 - 20)
+        t.atomic_cas(first, b, -1, b * 10)
+    """, lambda rng: (rng.integers(0, 100, 100).astype(np.int32), np.zeros(8, np.int32),
+                      np.full(2, -100, np.int32), np.full(8, -1, np.int32), 100), 2, 64),
+    "small_ints": ("""
+    def small_ints(t, a, out):
+        i = t.thread_idx.x
+        out[i] = a[i] + a[i] * 3
+    """, lambda rng: (rng.integers(0, 255, 32).astype(np.uint8), np.zeros(32, np.uint8)),
+        1, 32),
+}
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _same_bits(a, b) -> bool:
+    return a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def semantics_runs():
+    rng = np.random.default_rng(7)
+    cases = []
+    for name, (src, make, grid, block) in SEMANTICS.items():
+        k = compile_kernel(textwrap.dedent(src))
+        args = make(rng)
+        cases.append((name, k, args, grid, block, cuda.to_cuda(k, *args)))
+    for name in simt_kernels.KERNELS:
+        if name == "reduce_missing_sync":   # a race: its answer depends on the schedule
+            continue
+        launch = simt_kernels.cuda_launch(name, iters=3) if name.startswith("branch") else \
+            simt_kernels.cuda_launch(name)
+        k = simt_kernels.KERNELS[name]
+        cases.append((name, k, launch.inputs, launch.grid, launch.block,
+                      cuda.to_cuda(k, *launch.inputs)))
+    launchers = cpu.build([c[-1] for c in cases])
+    return [(*c, lau) for c, lau in zip(cases, launchers, strict=True)]
+
+
+@needs_gxx
+def test_translated_kernels_give_the_simulators_bits(semantics_runs):
+    checked = []
+    for name, k, args, grid, block, src, launcher in semantics_runs:
+        sim_args, cpu_args = _copy(args), _copy(args)
+        run(k, grid, block, *sim_args)
+        cpu.run_cpu(src, grid, block, *cpu_args, launcher=launcher)
+        for p, s, c in zip(src.params, sim_args, cpu_args, strict=True):
+            if p.kind != "array" or not p.written:
+                continue
+            if name == "atomics" and p.name == "first":
+                continue  # which lane wins a CAS depends on the order lanes are served
+            assert _same_bits(s, c), f"{name}: {p.name} differs\nsim {s}\ncpu {c}\n{src}"
+        checked.append(name)
+    assert len(checked) == len(SEMANTICS) + len(simt_kernels.KERNELS) - 1
+
+
+@needs_gxx
+def test_every_puzzle_reference_kernel_gives_the_simulators_bits():
+    pk = _puzzle_kernels()
+    puzzles = pytest.importorskip("gpu_lessons.puzzles")
+    if pk is None:
+        pytest.skip("solutions/puzzle_kernels.py is not in this checkout")
+    cases = []
+    for p in puzzles.puzzles():
+        k = getattr(pk, p.kernel_name)
+        choices = {c: getattr(pk, c.upper()) for c in p.choices}
+        size = p.sizes[0]
+        args = p.make_inputs(size, seed=3)
+        grid, block = p.launch(**size, **choices)
+        cases.append((p, k, args, grid, block, cuda.to_cuda(k, *args.values())))
+    launchers = cpu.build([c[-1] for c in cases])
+    tolerance = []
+    for (p, k, args, grid, block, src), launcher in zip(cases, launchers, strict=True):
+        sim_args, cpu_args = _copy(args.values()), _copy(args.values())
+        run(k, grid, block, *sim_args)
+        cpu.run_cpu(src, grid, block, *cpu_args, launcher=launcher)
+        expected = p.expected(args)
+        for name, s, c in zip(args, sim_args, cpu_args, strict=True):
+            if name not in p.outputs:
+                continue
+            if "np.exp(" in src.body.replace("expf(", "np.exp("):
+                tolerance.append(p.id)
+                np.testing.assert_allclose(c, expected[name], rtol=p.rtol, atol=p.atol)
+            else:
+                assert _same_bits(s, c), f"{p.id}: {name} differs from the simulator"
+    assert set(tolerance) <= {"softmax"}
+
+
+# -- refusals the simulator would also make -----------------------------------------------------
+
+def _refused(src, args, construct):
+    with pytest.raises(KernelLanguageError) as info:
+        cuda.to_cuda(_kernel(src), *args)
+    assert info.value.construct == construct, str(info.value)
+    assert "cannot be translated to CUDA" in str(info.value) or info.value.lineno
+    return info.value
+
+
+X = (np.ones(32, np.float32), np.zeros(32, np.float32))
+
+
+def test_per_lane_value_in_a_python_if_is_refused():
+    err = _refused("""
+    def k(t, x, out):
+        if x[t.thread_idx.x] > 0:
+            out[0] = 1.0
+    """, X, "per-lane condition")
+    assert "t.if_" in str(err) and err.lineno == 3
+
+
+def test_uniform_assignment_in_a_lane_branch_is_refused():
+    err = _refused("""
+    def k(t, x, out):
+        count = 0
+        with t.if_(t.thread_idx.x < 5):
+            count += 1
+        out[t.thread_idx.x] = count
+    """, X, "uniform assignment in a lane branch")
+    assert "t.local" in str(err)
+
+
+def test_a_variable_that_changes_type_is_refused():
+    _refused("""
+    def k(t, x, out):
+        v = x[t.thread_idx.x]
+        for j in range(3):
+            v = v + j
+            v = t.thread_idx.x + j
+        out[0] = v
+    """, X, "variable type")
+
+
+def test_per_lane_python_logic_is_refused():
+    _refused("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        out[i] = 1.0 if (i > 2 and i < 5) else 0.0
+    """, X, "and/or on lanes")
+    _refused("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        with t.if_(0 < i < 5):
+            out[i] = 1.0
+    """, X, "chained comparison on lanes")
+    _refused("""
+    def k(t, x, out):
+        out[0] = np.float32(x[t.thread_idx.x])
+    """, X, "conversion of lanes")
+    _refused("""
+    def k(t, x, out):
+        out[0] = max(x[t.thread_idx.x], 0.0)
+    """, X, "max on lanes")
+
+
+def test_loop_variable_used_after_its_loop_is_refused():
+    _refused("""
+    def k(t, x, out):
+        for j in range(4):
+            out[j] = 1.0
+        out[j] = 2.0
+    """, X, "loop variable")
+
+
+def test_unsupported_types_are_named():
+    with pytest.raises(TypeError, match="float16"):
+        cuda.to_cuda(_kernel("def k(t, x):\n    x[0] = 1.0\n"), np.ones(4, np.float16))
+    _refused("""
+    def k(t, h):
+        t.atomic_add(h, 0, 1)
+    """, (np.zeros(4, np.int16),), "atomic type")
+    _refused("""
+    def k(t, h):
+        t.atomic_max(h, 0, 1.0)
+    """, (np.zeros(4, np.float32),), "atomic type")
+    with pytest.raises(ValueError, match="32-bit"):
+        cuda.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32), 2**40)
+    with pytest.raises(TypeError, match="argument"):
+        cuda.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32))
+
+
+def test_language_errors_come_first():
+    with pytest.raises(KernelLanguageError) as info:
+        cuda.to_cuda("def k(t, x):\n    import os\n", np.ones(4))
+    assert info.value.construct == "import"
+
+
+# -- running -------------------------------------------------------------------------------------
+
+def test_run_on_gpu_without_a_gpu_prints_the_skip_line(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_LESSONS_NO_GPU", "1")
+    from gpu_lessons.measure import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    x, out = np.ones(64, np.float32), np.zeros(64, np.float32)
+    assert cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, 64, x, out) is None
+    printed = capsys.readouterr().out.strip()
+    assert printed.startswith("No CUDA GPU (") and printed.endswith("runs without it.")
+    assert not out.any()   # nothing ran, nothing was written
+    with pytest.raises(KernelLanguageError):   # the translation still checks the kernel
+        cuda.run_on_gpu(_kernel("def k(t, x):\n    if x[0] > 0:\n        x[0] = 1.0\n"),
+                        1, 32, x)
+    with pytest.raises(ValueError, match="1024"):
+        cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
+
+
+def test_dynamic_shared_bytes_align_each_array_like_the_simulator():
+    k = _kernel("""
+    def k(t, x):
+        a = t.shared(t.block_dim.x + 1)
+        b = t.shared((t.block_dim.x, 2), np.float64)
+        a[t.thread_idx.x] = 1.0
+        b[t.thread_idx.x, 1] = 2.0
+        x[t.thread_idx.x] = a[t.thread_idx.x] + b[t.thread_idx.x, 1]
+    """)
+    src = cuda.to_cuda(k, np.ones(64, np.float32))
+    # a: 65 floats = 260 B, rounded up to 384; b: 64 x 2 doubles = 1024 B
+    assert src.dynamic_shared_bytes(64) == 384 + 1024
+    assert "b[(int)threadIdx.x * 2 + 1]" in src.body or "b[threadIdx.x * 2 + 1]" in src.body
+
+
+def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_LESSONS_NO_GPU", "1")
+    puzzles = pytest.importorskip("gpu_lessons.puzzles")
+    from gpu_lessons.measure import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    p = puzzles.puzzles()[0]
+    ok = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n    pass\n")
+    assert puzzles.run_on_gpu(p.id, ok) is None
+    assert capsys.readouterr().out.startswith("No CUDA GPU (")
+    bad = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n"
+                  f"    if t.thread_idx.x > 0:\n        pass\n")
+    with pytest.raises(KernelLanguageError):
+        puzzles.run_on_gpu(p.id, bad)

@@ -1,0 +1,899 @@
+"""Kernel puzzles: the contract, every worked kernel passes, every stub is "not attempted", and
+each budget is failed — with its own name — by a kernel that is correct but breaks it.
+
+The budgets' limits are checked against hand derivations written next to each test, not
+against the package's own numbers.  Worked kernels live outside the package, in
+``solutions/puzzle_kernels.py``; the last tests keep them, the notebooks and the package apart.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import linecache
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from gpu_lessons import checks, puzzles
+from gpu_lessons.occupancy import occupancy
+from gpu_lessons.puzzles import _metrics
+from gpu_lessons.puzzles._core import NOTEBOOKS, RACE_SECTION, SHARED_SECTION
+from gpu_lessons.simt_kernels import KERNELS as LESSON_KERNELS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REF = _load("puzzle_kernels", ROOT / "solutions" / "puzzle_kernels.py")
+TOOL = _load("puzzle_cells", ROOT / "tools" / "puzzle_cells.py")
+ALL = puzzles.puzzles()
+IDS = [p.id for p in ALL]
+
+
+def ref(pid):
+    return getattr(REF, puzzles.find(pid).kernel_name)
+
+
+def choices_of(p):
+    return {name: getattr(REF, name.upper()) for name in p.choices}
+
+
+def failure(pid, kernel, **choices):
+    r = puzzles.evaluate(pid, kernel, **choices)
+    return r.failure, r
+
+
+# -- the registry and the contract -------------------------------------------------------------------
+
+def test_at_least_24_puzzles_in_lesson_order():
+    assert len(ALL) >= 24
+    assert len(set(IDS)) == len(IDS)
+    lessons = [p.lesson for p in ALL]
+    assert lessons == sorted(lessons)
+    assert set(lessons) == set(range(2, 9))            # every exercise notebook 02-08 has some
+    assert all(p.title and p.goal for p in ALL)
+    assert {"transpose", "reduce", "matmul_tiled"} <= set(IDS)
+    assert puzzles.puzzles(4) == tuple(p for p in ALL if p.lesson == 4)
+    with pytest.raises(ValueError, match="lesson"):
+        puzzles.puzzles(11)
+
+
+def test_the_issue_s_ideas_are_all_there():
+    wanted = ["map", "zip", "guard", "map_2d", "broadcast", "blocks", "grid_stride", "stencil",
+              "dot", "reduce_tree", "reduce_warp_uniform", "reduce", "reduce_shuffle",
+              "scan_hillis_steele", "scan_blelloch", "histogram_global", "histogram_shared",
+              "transpose_naive", "transpose_tiled", "transpose", "aos_to_soa", "matmul_naive",
+              "matmul_tiled", "matmul_register", "softmax", "occupancy"]
+    assert set(wanted) <= set(IDS)
+    assert puzzles.find("occupancy").choices              # the launch is the learner's
+
+
+def test_contract_signatures_and_launches():
+    t = puzzles.find("transpose")
+    assert t.params == ("a", "out", "n")
+    assert t.launch(n=128) == ((4, 4), (32, 32))
+    r = puzzles.find("reduce")
+    assert r.params == ("x", "out")
+    assert r.launch(n=1024) == (4, 256)
+    m = puzzles.find("matmul_tiled")
+    assert m.params == ("a", "b", "c", "n")
+    assert m.launch(n=64) == ((4, 4), (16, 16))
+    with pytest.raises(ValueError, match="multiple of 32"):
+        t.make_inputs({"n": 40})
+    with pytest.raises(ValueError, match="multiple of 16"):
+        m.make_inputs({"n": 40})
+
+
+def test_contract_specs_against_loops():
+    """The specs the grader runs, against the issue's definitions written as loops."""
+    t = puzzles.find("transpose")
+    args = t.make_inputs({"n": 32})
+    a, n = args["a"], 32
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            out[j * n + i] = a[i * n + j]
+    assert np.array_equal(t.expected(args)["out"], out)
+
+    r = puzzles.find("reduce")
+    args = r.make_inputs({"n": 768})
+    x = args["x"]
+    sums = [sum(float(v) for v in x[256 * b:256 * (b + 1)]) for b in range(3)]
+    assert r.expected(args)["out"].tolist() == sums
+
+    m = puzzles.find("matmul_tiled")
+    args = m.make_inputs({"n": 16})
+    a, b = args["a"].reshape(16, 16), args["b"].reshape(16, 16)
+    c = [[sum(float(a[i, k]) * float(b[k, j]) for k in range(16)) for j in range(16)]
+         for i in range(16)]
+    assert np.array_equal(m.expected(args)["c"], np.array(c, np.float32).ravel())
+
+
+# -- worked kernels pass, stubs are not attempted ----------------------------------------------------
+
+@pytest.mark.parametrize("pid", IDS)
+def test_worked_kernel_passes(pid):
+    p = puzzles.find(pid)
+    r = puzzles.evaluate(pid, ref(pid), **choices_of(p))
+    assert r.passed and r.correct, r.message
+    assert r.status == puzzles.PASSED and r.score == 1.0 and r.failure is None
+    assert r.message.startswith(f"✓ {pid}: correct")
+    assert len(r.measures) >= len(p.budgets)
+
+
+@pytest.mark.parametrize("pid", ["transpose", "reduce", "matmul_tiled", "stencil",
+                                 "histogram_shared", "softmax", "segmented_sum"])
+@pytest.mark.parametrize("seed", [1, 12345])
+def test_worked_kernel_passes_other_seeds(pid, seed):
+    p = puzzles.find(pid)
+    assert puzzles.evaluate(pid, ref(pid), seed=seed, **choices_of(p)).passed
+
+
+def _stub(p):
+    """The stub, defined as a notebook cell defines it (its source readable by inspect)."""
+    namespace = {"np": np}
+    filename = f"<stub {p.id}>"
+    linecache.cache[filename] = (len(p.stub()), None, p.stub().splitlines(True), filename)
+    exec(compile(p.stub(), filename, "exec"), namespace)
+    return namespace[p.kernel_name], {k: namespace[k.upper()] for k in p.choices}
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_stub_is_not_attempted(pid, capsys):
+    p = puzzles.find(pid)
+    kernel, choices = _stub(p)
+    r = puzzles.evaluate(pid, kernel, **choices)
+    assert r.status == puzzles.NOT_ATTEMPTED and not r.passed and not r.correct
+    assert "not attempted" in r.message and r.score == 0
+    puzzles.check(pid, kernel, **choices)                 # prints, never raises
+    assert "not attempted" in capsys.readouterr().out
+    with pytest.raises(puzzles.PuzzleFailed):
+        puzzles.check(pid, kernel, strict=True, **choices)
+    # the stub cell's own text, as the grader would pass it
+    assert puzzles.evaluate(pid, p.stub()).status == puzzles.NOT_ATTEMPTED
+
+
+def test_stubs_say_roughly_how_long_the_worked_kernel_is():
+    text = (ROOT / "solutions" / "puzzle_kernels.py").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for fn in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+        p = next(p for p in ALL if p.kernel_name == fn.name)
+        body = [line for line in lines[fn.lineno:fn.end_lineno] if line.split("#")[0].strip()]
+        assert abs(p.lines - len(body)) <= max(1, len(body) // 4), (p.id, p.lines, len(body))
+
+
+def test_stub_text_says_roughly_how_long():
+    p = puzzles.find("map")
+    assert p.stub() == ("def map_kernel(t, a, out):\n"
+                        "    raise NotImplementedError  # your kernel here (roughly 2 lines)\n")
+    assert puzzles.find("occupancy").stub().startswith("BLOCK = ...")
+
+
+# -- the reduction contract: four kernels, four verdicts ---------------------------------------------
+
+def reduce_divergent(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 1
+    while s < 256:
+        with t.if_(tid % (2 * s) == 0):
+            sdata[tid] += sdata[tid + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_interleaved(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 1
+    while s < 256:
+        index = 2 * s * tid
+        with t.if_(index < 256):
+            sdata[index] += sdata[index + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_sequential(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 0:
+        with t.if_(tid < s):
+            sdata[tid] += sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def reduce_no_barrier(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 0:
+        with t.if_(tid < s):
+            sdata[tid] += sdata[tid + s]
+        s //= 2
+    t.sync()
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def test_reduce_contract():
+    assert puzzles.evaluate("reduce", reduce_sequential).passed
+    f, r = failure("reduce", reduce_divergent)
+    assert f == "simt_efficiency" and r.correct and "SIMT efficiency" in r.message
+    f, r = failure("reduce", reduce_interleaved)
+    assert f == "bank_conflicts" and r.correct and "bank conflicts" in r.message
+    f, r = failure("reduce", reduce_no_barrier)
+    assert f == "race" and not r.correct and "race on" in r.message
+    # the lesson's own Harris kernels (blockDim-generic) get the same verdicts
+    verdicts = {name: puzzles.evaluate("reduce", LESSON_KERNELS[name]).failure
+                for name in ("reduce_interleaved", "reduce_interleaved_strided",
+                             "reduce_sequential", "reduce_missing_sync")}
+    assert verdicts == {"reduce_interleaved": "simt_efficiency",
+                        "reduce_interleaved_strided": "bank_conflicts",
+                        "reduce_sequential": None, "reduce_missing_sync": "race"}
+
+
+def test_reduce_simt_budget_derivation():
+    """Sequential addressing, per block of 8 warps (hand count, see lesson07.WARP_UNIFORM):
+    8 x 30 full-warp instructions, loop bodies of 5 instructions in 4 + 2 + 1 full warps and in
+    warp 0 with 16, 8, 4, 2, 1 lanes, the final load and store with 1 lane:
+    (275 x 32 + 5 x 31 + 2) / (302 x 32) = 8957 / 9664."""
+    r = puzzles.evaluate("reduce", ref("reduce"))
+    simt = next(m for m in r.measures if m.name == "SIMT efficiency")
+    assert simt.value == pytest.approx(8957 / 9664)
+    assert 8957 / 9664 >= simt.limit > puzzles.evaluate("reduce", reduce_divergent).measures[1].value
+    # the interleaved kernel keeps warps whole too: it passes step 2 and fails step 3
+    assert puzzles.evaluate("reduce_warp_uniform", reduce_interleaved).passed
+
+
+# -- the transpose and matmul contracts --------------------------------------------------------------
+
+def transpose_naive(t, a, out, n):
+    i = t.block_idx.y * 32 + t.thread_idx.y
+    j = t.block_idx.x * 32 + t.thread_idx.x
+    out[j * n + i] = a[i * n + j]
+
+
+def transpose_column_reads(t, a, out, n):
+    i = t.block_idx.y * 32 + t.thread_idx.x
+    j = t.block_idx.x * 32 + t.thread_idx.y
+    out[j * n + i] = a[i * n + j]
+
+
+def transpose_unpadded(t, a, out, n):
+    tile = t.shared((32, 32), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    tile[ty, tx] = a[(t.block_idx.y * 32 + ty) * n + t.block_idx.x * 32 + tx]
+    t.sync()
+    out[(t.block_idx.x * 32 + ty) * n + t.block_idx.y * 32 + tx] = tile[tx, ty]
+
+
+def test_transpose_contract():
+    f, r = failure("transpose", transpose_naive)
+    # a warp's 32 stores land in 32 rows of out: one sector each
+    assert f == "store_sectors" and r.correct
+    assert "global stores to out: 32.0 sectors per request, the budget is 4.0" in r.message
+    f, r = failure("transpose", transpose_column_reads)
+    assert f == "load_sectors" and "global loads of a: 32.0 sectors per request" in r.message
+    f, r = failure("transpose", transpose_unpadded)
+    # reading a tile column: 32 lanes, one bank, 31 extra wavefronts per request;
+    # n = 64: 4 blocks x 32 warps = 128 requests -> 3,968
+    assert f == "bank_conflicts" and "3,968" in r.message
+    assert puzzles.evaluate("transpose_tiled", transpose_unpadded).passed
+    assert puzzles.evaluate("transpose_naive", transpose_naive).passed
+
+
+def matmul_tiled_column_tiles(t, a, b, c, n):
+    """Tiles in shared memory, but each tile is loaded down its columns (uncoalesced)."""
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = 0.0
+    for k0 in range(0, n, 16):
+        sa[tx, ty] = a[(t.block_idx.y * 16 + tx) * n + k0 + ty]
+        sb[tx, ty] = b[(k0 + tx) * n + t.block_idx.x * 16 + ty]
+        t.sync()
+        for k in range(16):
+            acc = acc + sa[ty, k] * sb[k, tx]
+        t.sync()
+    c[row * n + col] = acc
+
+
+def test_matmul_tiled_contract():
+    r = puzzles.evaluate("matmul_tiled", ref("matmul_tiled"))
+    # n = 32: every element is read by the n / 16 = 2 blocks of its block row (a) or column (b)
+    loads = [m for m in r.measures if m.name in ("global loads of a", "global loads of b")
+             and "per element" in m.text]
+    assert [m.value for m in loads] == [2.0, 2.0] and all(m.limit == 2.0 for m in loads)
+    f, r = failure("matmul_tiled", ref("matmul_naive"))
+    assert f == "loads_per_element" and r.correct
+    assert "global loads of a: 32 per element, the budget is 2" in r.message
+    f, r = failure("matmul_tiled", matmul_tiled_column_tiles)
+    assert f == "load_sectors" and r.correct
+
+
+# -- every budget is failed, with its own name, by a correct kernel that breaks it ---------------------
+
+def map_2d_columns(t, a, out, n):
+    row = t.thread_idx.x
+    col = t.thread_idx.y
+    t.return_if((row >= n) | (col >= n))
+    out[row * n + col] = a[row * n + col] + 10
+
+
+def split_work_parity(t, a, b, out_a, out_b, n):
+    g = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    j = g // 2
+    with t.if_(g % 2 == 0):
+        out_a[j] = a[j] * 2
+    with t.else_():
+        out_b[j] = b[j] + 1
+
+
+def stencil_from_global(t, x, out, n):
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    t.return_if(i >= n)
+    acc = t.local(x[i])
+    with t.if_(i > 0):
+        acc[...] = acc + x[i - 1]
+    with t.if_(i + 1 < n):
+        acc[...] = acc + x[i + 1]
+    out[i] = acc
+
+
+def dot_two_barriers_per_step(t, a, b, out):
+    cache = t.shared(t.block_dim.x, np.float32)
+    tid = t.thread_idx.x
+    cache[tid] = a[tid] * b[tid]
+    t.sync()
+    s = t.block_dim.x // 2
+    while s > 0:
+        v = t.local(0.0)
+        with t.if_(tid < s):
+            v[...] = cache[tid + s]
+        t.sync()
+        with t.if_(tid < s):
+            cache[tid] = cache[tid] + v
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[0] = cache[0]
+
+
+def scan_exclusive_hillis_steele(t, x, out):
+    """Correct exclusive scan with 64 threads, but O(n log n) updates: 8 stores per value."""
+    buf = t.shared((2, 128), np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    buf[0, tid] = x[base + tid]
+    buf[0, tid + 64] = x[base + tid + 64]
+    t.sync()
+    src = 0
+    offset = 1
+    while offset < 128:
+        dst = 1 - src
+        for h in range(0, 128, 64):
+            j = tid + h
+            with t.if_(j >= offset):
+                buf[dst, j] = buf[src, j] + buf[src, j - offset]
+            with t.else_():
+                buf[dst, j] = buf[src, j]
+        t.sync()
+        src = dst
+        offset *= 2
+    out[base + tid] = buf[src, tid] - x[base + tid]
+    out[base + tid + 64] = buf[src, tid + 64] - x[base + tid + 64]
+
+
+def matmul_register_reloading(t, a, b, c, n):
+    """2 x 2 outputs per thread, but a's values are loaded again for each column: 6 shared
+    loads per 4 multiply-adds."""
+    sa = t.shared((16, 17), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    c00 = 0.0
+    c01 = 0.0
+    c10 = 0.0
+    c11 = 0.0
+    for k0 in range(0, n, 16):
+        for di in range(0, 16, 8):
+            for dj in range(0, 16, 8):
+                sa[ty + di, tx + dj] = a[(row + di) * n + k0 + tx + dj]
+                sb[ty + di, tx + dj] = b[(k0 + ty + di) * n + col + dj]
+        t.sync()
+        for k in range(16):
+            b0 = sb[k, tx]
+            b1 = sb[k, tx + 8]
+            c00 = c00 + sa[ty, k] * b0
+            c01 = c01 + sa[ty, k] * b1
+            c10 = c10 + sa[ty + 8, k] * b0
+            c11 = c11 + sa[ty + 8, k] * b1
+        t.sync()
+    c[row * n + col] = c00
+    c[row * n + col + 8] = c01
+    c[(row + 8) * n + col] = c10
+    c[(row + 8) * n + col + 8] = c11
+
+
+def reduce_shuffle_shared_finish(t, x, out):
+    totals = t.shared(8, np.float32)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(tid == 0):
+        acc = totals[0]
+        for w in range(1, 8):
+            acc = acc + totals[w]
+        out[t.block_idx.x] = acc
+
+
+def reduce_shuffle_inactive(t, x, out):
+    totals = t.shared(8, np.float32)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(tid < 8):                      # lanes 8..31 are not active: shfl reads them
+        w = totals[tid]
+        d = 4
+        while d > 0:
+            w = w + t.shfl_down(w, d)
+            d //= 2
+        with t.if_(tid == 0):
+            out[t.block_idx.x] = w
+
+
+def ilp_one_at_a_time(t, x, out, n):
+    i = t.block_idx.x * 512 + t.thread_idx.x
+    for k in range(4):
+        out[i + 128 * k] = x[i + 128 * k] * 2 + 1
+
+
+def histogram_twice(t, x, hist, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    b = x[i]
+    t.atomic_add(hist, b, 0)
+    t.atomic_add(hist, b, 1)
+
+
+def histogram_shared_merge_twice(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid < 16):
+        t.atomic_add(hist, tid, bins[tid] - 1)
+        t.atomic_add(hist, tid, 1)
+
+
+BREAKERS = [
+    # (puzzle, kernel, choices, the budget's metric, what the message says)
+    ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
+    ("transpose", transpose_naive, {}, "store_sectors", "global stores to out: 32.0"),
+    ("transpose", transpose_unpadded, {}, "bank_conflicts", "bank conflicts"),
+    ("split_work", split_work_parity, {}, "simt_efficiency", "SIMT efficiency"),
+    ("stencil", stencil_from_global, {}, "loads_per_element", "global loads of x: 2.99 per element"),
+    ("dot", dot_two_barriers_per_step, {}, "barriers", "barriers: 15 per block, the budget is 8"),
+    ("scan_blelloch", scan_exclusive_hillis_steele, {}, "shared_stores_per_element",
+     "shared-memory stores: 8 per element"),
+    ("matmul_register", matmul_register_reloading, {}, "shared_loads_per_fma",
+     "shared-memory loads: 1.5 per multiply-add"),
+    ("reduce_shuffle", reduce_shuffle_shared_finish, {}, "shared_requests_per_block",
+     "shared-memory requests: 16 per block, the budget is 9"),
+    ("reduce_shuffle", reduce_shuffle_inactive, {}, "shuffle_inactive_reads",
+     "shuffle reads of inactive lanes"),
+    ("ilp", ilp_one_at_a_time, {}, "loads_before_first_store",
+     "global loads issued before the first store: 1 per warp, the budget is at least 4"),
+    ("occupancy", REF.occupancy_kernel, {"block": 1024}, "occupancy", "50 %"),
+    ("occupancy", REF.occupancy_kernel, {"block": 32}, "occupancy", "50 %"),
+    ("histogram_global", histogram_twice, {}, "atomics_per_element",
+     "global atomics per element of x: 2"),
+    ("histogram_shared", REF.histogram_global_kernel, {}, "atomic_serialisation",
+     "global atomic serialisation"),
+    ("histogram_shared", histogram_shared_merge_twice, {}, "global_atomics_per_block",
+     "global atomics: 32 per block, the budget is 16"),
+    ("matmul_tiled", REF.matmul_naive_kernel, {}, "loads_per_element", "32 per element"),
+]
+
+
+@pytest.mark.parametrize("pid, kernel, choices, metric, text", BREAKERS,
+                         ids=[f"{b[0]}-{b[3]}" for b in BREAKERS])
+def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, metric, text):
+    r = puzzles.evaluate(pid, kernel, **choices)
+    assert r.correct and not r.passed, r.message
+    assert r.failure == metric, r.message
+    assert text in r.message
+    assert r.score == 0.5
+    assert "— see lesson" in r.message
+    assert r.line is not None or metric in ("occupancy",)
+
+
+def test_every_metric_has_a_breaker():
+    used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads"}
+    assert used <= {b[3] for b in BREAKERS}
+    assert used == set(_metrics.METRICS)
+
+
+def test_feedback_points_at_the_learner_s_line():
+    r = puzzles.evaluate("transpose", transpose_naive)
+    # transpose_naive's store is its third body line
+    src_line = transpose_naive.__code__.co_firstlineno + 3
+    assert r.line == src_line and f"line {src_line}" in r.message
+
+
+# -- hazards ---------------------------------------------------------------------------------------
+
+def stencil_no_halo(t, x, out, n):
+    tile = t.shared(130, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    tile[tid + 1] = x[i]
+    t.sync()
+    out[i] = tile[tid] + tile[tid + 1] + tile[tid + 2]
+
+
+def stencil_no_barrier(t, x, out, n):
+    tile = t.shared(130, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    tile[tid + 1] = x[i]
+    with t.if_((tid == 0) & (i > 0)):
+        tile[0] = x[i - 1]
+    with t.if_((tid == 0) & (i == 0)):
+        tile[0] = 0.0
+    last = (tid == 127) | (i == n - 1)
+    with t.if_(last & (i + 1 < n)):
+        tile[tid + 2] = x[i + 1]
+    with t.if_(last & (i + 1 >= n)):
+        tile[tid + 2] = 0.0
+    out[i] = tile[tid] + tile[tid + 1] + tile[tid + 2]
+
+
+def guard_missing(t, a, out, n):
+    i = t.thread_idx.x
+    out[i] = a[i] + 10
+
+
+def test_hazards_fail_as_not_correct():
+    f, r = failure("stencil", stencil_no_halo)
+    assert f == "uninitialised" and not r.correct and "nothing was written yet" in r.message
+    assert str(SHARED_SECTION) in r.message
+    f, r = failure("stencil", stencil_no_barrier)
+    assert f == "race" and not r.correct and str(RACE_SECTION) in r.message
+    f, r = failure("guard", guard_missing)
+    assert f == "error" and not r.correct
+    assert "outside its shape" in r.message and "n = 100" in r.message
+    assert r.line == guard_missing.__code__.co_firstlineno + 2
+
+
+def test_wrong_output_names_the_first_wrong_element():
+    def map_off_by_one(t, a, out):
+        i = t.thread_idx.x
+        with t.if_(i != 5):
+            out[i] = a[i] + 10
+        with t.else_():
+            out[i] = a[i] + 11
+
+    p = puzzles.find("map")
+    r = puzzles.evaluate("map", map_off_by_one)
+    assert r.failure == "wrong" and not r.correct and r.score == 0
+    expected = p.expected(p.cases()[0].args)["out"][5]
+    assert f"out[5] is {expected + 1:g}, expected {expected:g} (n = 64)" in r.message
+
+    def map_skips(t, a, out):
+        i = t.thread_idx.x
+        with t.if_(i < 60):
+            out[i] = a[i] + 10
+
+    r = puzzles.evaluate("map", map_skips)
+    assert "out[60] was never written" in r.message and "4 of 64 elements are wrong" in r.message
+
+
+def test_kernel_language_errors_are_reported():
+    def with_import(t, a, out):
+        import os  # noqa: F401
+        out[t.thread_idx.x] = a[t.thread_idx.x]
+
+    def with_data(t, a, out):
+        out.data[0] = 1.0
+
+    for kernel, construct in ((with_import, "import"), (with_data, "data")):
+        r = puzzles.evaluate("map", kernel)
+        assert r.failure == "language" and not r.correct, r.message
+        assert construct in r.message and r.line is not None
+
+    source = ("def map_kernel(t, a, out):\n"
+              "    i = t.thread_idx.x\n"
+              "    open('x')\n")
+    r = puzzles.evaluate("map", source)
+    assert r.failure == "language" and "line 3" in r.message
+
+
+def test_kernels_as_source_text_with_constants():
+    source = ("def map_kernel(t, a, out):\n"
+              "    i = t.thread_idx.x\n"
+              "    out[i] = a[i] + TEN\n")
+    assert puzzles.evaluate("map", source, constants={"TEN": 10}).passed
+    assert puzzles.evaluate("map", source, constants={"TEN": 11}).failure == "wrong"
+    assert puzzles.evaluate("map", source).failure == "language"       # TEN is unknown
+    # a whole notebook cell: the launch choice is read from its BLOCK = ... line
+    cell = TOOL.solution_source(puzzles.find("occupancy"))
+    assert puzzles.evaluate("occupancy", cell).passed
+    r = puzzles.evaluate("occupancy", cell.replace(f"BLOCK = {REF.BLOCK}", "BLOCK = 1024"))
+    assert r.failure == "occupancy"
+    assert puzzles.evaluate("occupancy", cell, block=32).failure == "occupancy"  # keyword wins
+    stub = puzzles.find("occupancy").stub()
+    assert puzzles.evaluate("occupancy", stub).status == puzzles.NOT_ATTEMPTED
+    r = puzzles.evaluate("occupancy", stub.replace("BLOCK = ...", "BLOCK = 128"))
+    assert r.status == puzzles.NOT_ATTEMPTED and "NotImplementedError" in r.message
+
+
+def test_signature_and_choices_are_checked():
+    r = puzzles.evaluate("map", lambda t, a: None)
+    assert r.failure in ("language", "signature")
+    r = puzzles.evaluate("occupancy", REF.occupancy_kernel)
+    assert r.failure == "choice" and "block=" in r.message
+    r = puzzles.evaluate("occupancy", REF.occupancy_kernel, block=100)
+    assert r.failure == "choice" and "multiple of 32" in r.message
+    with pytest.raises(TypeError, match="no launch choice"):
+        puzzles.evaluate("map", REF.map_kernel, block=64)
+    with pytest.raises(ValueError, match="no puzzle 'mapp'"):
+        puzzles.evaluate("mapp", REF.map_kernel)
+
+
+def test_check_prints_or_raises_one_line(capsys):
+    puzzles.check("map", REF.map_kernel)
+    assert capsys.readouterr().out.startswith("✓ map: correct")
+    with pytest.raises(checks.CheckFailed) as info:
+        puzzles.check("transpose", transpose_naive)
+    assert "\n" not in str(info.value)
+    assert info.value._render_traceback_() == [f"\x1b[31m{info.value}\x1b[0m"]
+    assert isinstance(info.value.result, puzzles.PuzzleResult)
+
+
+# -- budgets against hand derivations ----------------------------------------------------------------
+
+def _measure(pid, name, kernel=None, **choices):
+    r = puzzles.evaluate(pid, kernel or ref(pid), **(choices or choices_of(puzzles.find(pid))))
+    return [m for m in r.measures if m.name == name]
+
+
+def test_budget_limits_by_hand():
+    # stencil, n = 256: 2 blocks, 256 values + 1 halo each side of the one inner boundary
+    (m,) = [m for m in _measure("stencil", "global loads of x") if "per element" in m.text]
+    assert m.value == m.limit == pytest.approx(258 / 256)
+    # dot, n = 128: 1 barrier + log2(128) = 8
+    assert _measure("dot", "barriers")[0].limit == 8
+    # Blelloch: 128 loads + 127 up + 1 clear + 2 x 127 down = 510 stores for 128 values
+    (m,) = _measure("scan_blelloch", "shared-memory stores")
+    assert m.value == m.limit == pytest.approx(510 / 128)
+    # register blocking: n = 32, 4 loads per 4 multiply-adds: 32^3 loads for 32^3 FMAs
+    assert _measure("matmul_register", "shared-memory loads")[0].value == 1.0
+    # shuffle reduction: 8 stores of warp totals + 1 load of them by the first warp
+    assert _measure("reduce_shuffle", "shared-memory requests")[0].value == 9
+    assert _measure("reduce_shuffle", "barriers")[0].value == 1
+    # privatised histogram: 16 bins merged once per block, each by its own lane
+    assert _measure("histogram_shared", "global atomics")[0].value == 16
+    assert _measure("histogram_shared", "global atomic serialisation")[0].value == 1
+    # Hillis-Steele: 1 barrier after loading + 7 steps
+    assert _measure("scan_hillis_steele", "barriers")[0].value == 8
+    # a transpose's 32 x 32 tile: every warp moves one 128-byte row: 4 sectors each way
+    assert [m.value for m in _measure("transpose", "global loads of a")] == [4.0]
+    # segmented sums start anywhere: 128 bytes at a 4-byte offset span at most 5 sectors
+    assert 4.0 < _measure("segmented_sum", "global loads of x")[0].value <= 5.0
+
+
+def test_occupancy_budget_is_the_best_any_block_reaches():
+    """40 registers x 32 lanes = 1,280 per warp -> 16,384 // 1,280 = 12 warps per
+    sub-partition, 48 of 64 warps per SM: 75 %, and no block size does better."""
+    best = max(occupancy("9.0", threads_per_block=b, registers_per_thread=40,
+                         shared_mem_per_block=4 * (b + 8)).occupancy for b in range(32, 1025, 32))
+    assert best == 48 / 64
+    (b,) = [b for b in puzzles.find("occupancy").budgets if b.metric == "occupancy"]
+    assert b.limit == best
+
+
+# -- lesson sections, notebooks, and what ships ------------------------------------------------------
+
+def _headings(lesson: int) -> set[str]:
+    nb = nbformat.read(ROOT / "notebooks" / NOTEBOOKS[lesson], as_version=4)
+    return {line.lstrip("#").strip() for c in nb.cells if c.cell_type == "markdown"
+            for line in c.source.splitlines() if line.startswith("#")}
+
+
+def test_every_cited_section_exists():
+    from gpu_lessons.puzzles import _core
+
+    cited = {s for p in ALL for s in p.sections}
+    cited |= {b.where() for p in ALL for b in p.budgets}
+    cited |= {m.section for m in _metrics.METRICS.values()}
+    cited |= {_core.RACE_SECTION, _core.SHARED_SECTION,
+              _core.SHUFFLES_READ_ACTIVE_LANES.where()}
+    for s in cited:
+        assert s.heading in _headings(s.lesson), f"{s} is not a heading of {s.notebook}"
+
+
+def test_notebooks_hold_exactly_the_tool_s_cells():
+    """Stubs in exercises/, worked kernels (as in solutions/puzzle_kernels.py) in solutions/,
+    statements from the puzzles' own definitions: tools/puzzle_cells.py --check."""
+    assert TOOL.main(["--check"]) == 0
+    for lesson, name in NOTEBOOKS.items():
+        ex = nbformat.read(ROOT / "exercises" / name, as_version=4)
+        sol = nbformat.read(ROOT / "solutions" / name, as_version=4)
+        for a, b in zip(ex.cells, sol.cells, strict=True):
+            meta = a.metadata.get("gpu_lessons", {})
+            if meta.get("role") == "kernel":
+                p = puzzles.find(meta["puzzle"])
+                assert a.source == p.stub().rstrip("\n")
+                assert b.source == TOOL.solution_source(p).rstrip("\n")
+        ids = [c.metadata["gpu_lessons"]["puzzle"] for c in ex.cells
+               if "puzzle" in c.metadata.get("gpu_lessons", {})
+               and c.metadata["gpu_lessons"]["role"] == "kernel"]
+        assert ids == [p.id for p in puzzles.puzzles(lesson)]
+
+
+def test_instructors_guide_lists_every_puzzle():
+    text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = text[text.index("## 6. Kernel puzzles"):]
+    for p in ALL:
+        assert f"`{p.id}`" in section, p.id
+
+
+def test_solution_cells_are_the_module_s_functions():
+    tree = ast.parse((ROOT / "solutions" / "puzzle_kernels.py").read_text(encoding="utf-8"))
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert defined == {p.kernel_name for p in ALL}
+
+
+def _code_lines(text: str) -> list[str]:
+    return [c for c in (line.split("#")[0].strip() for line in text.splitlines()) if c]
+
+
+def test_the_package_ships_no_worked_kernel():
+    """No three consecutive code lines of a worked kernel appear in any file of the package
+    (single lines such as ``i = t.block_idx.x * t.block_dim.x + t.thread_idx.x`` are
+    everyday indexing, not a solution).
+
+    ``simt_kernels.py`` is left out: it holds the lessons' own demonstration kernels (Harris's
+    reductions and transposes), which notebook 02 prints and runs in full.
+    """
+    package = set()
+    for path in (ROOT / "gpu_lessons").rglob("*"):
+        if path.suffix in (".py", ".toml", ".json", ".md") and path.name != "simt_kernels.py":
+            lines = _code_lines(path.read_text(encoding="utf-8"))
+            package |= {tuple(lines[i:i + 3]) for i in range(len(lines) - 2)}
+    text = (ROOT / "solutions" / "puzzle_kernels.py").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for fn in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+        body = _code_lines("\n".join(lines[fn.lineno:fn.end_lineno]))
+        for i in range(len(body) - 2):
+            assert tuple(body[i:i + 3]) not in package, f"{fn.name}: {body[i:i + 3]}"
+
+
+# -- sizes, inputs and the GPU hook --------------------------------------------------------------------
+
+@pytest.mark.parametrize("pid", IDS)
+def test_inputs_and_launch_at_other_sizes(pid):
+    p = puzzles.find(pid)
+    gpu = dict(p.gpu_size)
+    if p.valid is not None:
+        p.valid(**gpu)                                     # the realistic size is allowed
+    grid, block = p.launch(**gpu, **{k: 256 for k in p.choices})
+    grid = grid if isinstance(grid, tuple) else (grid,)
+    block = block if isinstance(block, tuple) else (block,)
+    assert all(g >= 1 for g in grid) and np.prod(block) <= 1024
+    # the input maker works at any allowed size (a mid-sized one here), deterministically
+    size = {k: max(1, v // 16) if k not in ("n",) else v for k, v in gpu.items()}
+    if "n" in size:
+        size["n"] = next(n for n in range(min(gpu["n"], 4096), 0, -1)
+                         if _allowed(p, {**size, "n": n}))
+    if not _allowed(p, size):
+        size = dict(p.sizes[0])
+    a, b = p.make_inputs(size, seed=3), p.make_inputs(size, seed=3)
+    assert list(a) == list(p.params)
+    for k in a:
+        assert np.array_equal(a[k], b[k], equal_nan=True) if isinstance(a[k], np.ndarray) \
+            else a[k] == b[k]
+    expected = p.expected(a)
+    assert set(expected) == set(p.outputs)
+    assert all(np.isfinite(v).all() for v in expected.values())
+
+
+def _allowed(p, size) -> bool:
+    try:
+        p.valid(**size) if p.valid else None
+    except ValueError:
+        return False
+    return True
+
+
+def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
+    from gpu_lessons import measure
+    from gpu_lessons.measure import gpu
+
+    monkeypatch.setattr(gpu, "skip_line", lambda: measure.SKIP_LINE.format(why="test"))
+    assert puzzles.run_on_gpu("map", REF.map_kernel) is None
+    assert capsys.readouterr().out.strip() == measure.SKIP_LINE.format(why="test")
+    stub, _ = _stub(puzzles.find("map"))                 # the exercise's GPU cell, untouched
+    assert puzzles.run_on_gpu("map", stub) is None
+    assert "not attempted" in capsys.readouterr().out
+
+
+def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
+    picture = puzzles.show("transpose_naive", REF.transpose_naive_kernel)
+    # the map shows the warp's costliest access to out: the store down a column
+    assert "1 instruction (block 0, warp 0, step" in picture.children[1].title.text
+    whole = puzzles.show("transpose_naive", REF.transpose_naive_kernel, whole_run=True)
+    assert "whole run" in whole.children[1].title.text
+    kernel, _ = _stub(puzzles.find("transpose"))
+    assert puzzles.show("transpose", kernel) is None
+    assert "not attempted" in capsys.readouterr().out
+
+    def map_reads_past_the_end(t, a, out):
+        i = t.thread_idx.x
+        out[i] = a[i + 1]
+
+    assert puzzles.show("map", map_reads_past_the_end) is None
+    assert "outside its shape" in capsys.readouterr().out
+
+
+def test_results_read_well():
+    r = puzzles.evaluate("transpose", transpose_naive)
+    assert repr(r) == "PuzzleResult(transpose: failed, first failure: store_sectors)"
+    assert "<table>" in r._repr_html_() and "✗" in r._repr_html_()
+    p = puzzles.find("transpose")
+    assert repr(p) == "Puzzle('transpose': Transpose without bank conflicts, lesson 04)"
+    assert "transpose_kernel(t, a, out, n)" in p._repr_html_()
+    assert re.search(r"Budgets:\n  - global loads of a ≤ 4\.0 sectors per request", p.describe())

@@ -630,75 +630,57 @@ def _simulate(addr, lens, scalar_len, writes,
                 if stamp[k] < oldest:
                     oldest = stamp[k]
                     victim = k
-            if way >= 0 and (valid[way] & bit) != 0:
+            hit = way >= 0 and (valid[way] & bit) != 0
+            if hit:
                 hits += 1
                 if policy == 0:
                     stamp[way] = t
+            else:
+                misses += 1
                 if w:
-                    if write_back:
-                        dirty[way] |= bit
-                    else:
-                        lo = max(a, sec << sector_bits)
-                        hi = min(end, (sec + 1) << sector_bits)
-                        to_next += hi - lo
-                        if emit:
-                            out_a[pos] = lo
-                            out_n[pos] = hi - lo
-                            out_w[pos] = True
-                            pos += 1
-                continue
+                    store_misses += 1
+                if not w or write_allocate:
+                    old_line = -1
+                    old_dirty = 0
+                    if way < 0:
+                        if policy == 2 and tags[victim] >= 0:
+                            # The oldest stamp is an empty way whenever one exists (empty
+                            # ways carry -1), so random replacement still fills empty ways
+                            # first.
+                            victim = b + np.int64(_next_random(rng) % np.uint64(ways))
+                        way = victim
+                        if tags[way] >= 0:
+                            evictions += 1
+                            old_line = tags[way]
+                            old_dirty = dirty[way]
+                        tags[way] = line
+                        valid[way] = 0
+                        dirty[way] = 0
+                        stamp[way] = t
+                    elif policy == 0:
+                        stamp[way] = t
 
-            misses += 1
-            if w:
-                store_misses += 1
-                if not write_allocate:
-                    lo = max(a, sec << sector_bits)
-                    hi = min(end, (sec + 1) << sector_bits)
-                    to_next += hi - lo
+                    valid[way] |= bit
+                    from_next += sector_bytes
                     if emit:
-                        out_a[pos] = lo
-                        out_n[pos] = hi - lo
-                        out_w[pos] = True
+                        out_a[pos] = sec << sector_bits
+                        out_n[pos] = sector_bytes
+                        out_w[pos] = False
                         pos += 1
-                    continue
-
-            old_line = -1
-            old_dirty = 0
-            if way < 0:
-                if policy == 2 and tags[victim] >= 0:
-                    # The oldest stamp is an empty way whenever one exists (empty ways carry
-                    # -1), so random replacement still fills empty ways first.
-                    victim = b + np.int64(_next_random(rng) % np.uint64(ways))
-                way = victim
-                if tags[way] >= 0:
-                    evictions += 1
-                    old_line = tags[way]
-                    old_dirty = dirty[way]
-                tags[way] = line
-                valid[way] = 0
-                dirty[way] = 0
-                stamp[way] = t
-            elif policy == 0:
-                stamp[way] = t
-
-            valid[way] |= bit
-            from_next += sector_bytes
-            if emit:
-                out_a[pos] = sec << sector_bits
-                out_n[pos] = sector_bytes
-                out_w[pos] = False
-                pos += 1
-            # The victim's write-back follows the fill request, as in pycachesim.
-            if old_dirty != 0:
-                writebacks += 1
-                to_next += _popcount(old_dirty) * sector_bytes
-                if emit:
-                    pos = _emit_writeback(old_line, line_bytes, sector_bytes, n_sectors,
-                                          old_dirty, pos, out_a, out_n, out_w)
+                    # The victim's write-back follows the fill request, as in pycachesim.
+                    if old_dirty != 0:
+                        writebacks += 1
+                        to_next += _popcount(old_dirty) * sector_bytes
+                        if emit:
+                            pos = _emit_writeback(old_line, line_bytes, sector_bytes,
+                                                  n_sectors, old_dirty, pos, out_a, out_n,
+                                                  out_w)
             if w:
-                if write_back:
-                    dirty[way] |= bit
+                if write_back and (hit or write_allocate):
+                    dirty[way] |= bit   # the store stays in the cache until the line leaves
                 else:
+                    # write-through, or a store miss that does not allocate: the bytes the
+                    # store writes into this sector go on to the next level
                     lo = max(a, sec << sector_bits)
                     hi = min(end, (sec + 1) << sector_bits)
                     to_next += hi - lo

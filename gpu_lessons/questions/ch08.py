@@ -3,9 +3,9 @@
 References come from :mod:`gpu_lessons.system` (launch overhead:
 ``step = max(o + n·d, n·o + d) + r`` with the H200's measured launch and sync costs; ring
 all-reduce ``2(p−1)/p · S / B``, Thakur, Rabenseifner & Gropp 2005; data-parallel overlap as
-PyTorch DDP does it) and :mod:`gpu_lessons.allocator` (a caching allocator modelled on
-PyTorch's, against vLLM's fixed-size pages; fragmentation = 1 − largest free block / total
-free), imported inside each function.
+PyTorch DDP does it) and :mod:`gpu_lessons.allocator` (a caching allocator with one pool, small
+enough to trace by hand, against vLLM's fixed-size pages; fragmentation = 1 − largest free
+block / total free), imported inside each function.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def _before_e():
     total free, reserved)."""
     from ..allocator import caching
 
-    run = caching(_trace(), policy="best_fit")
+    run = caching(_trace(), policy="best_fit", pools="one")
     i = len(run.used) - 2
     return (float(run.fragmentation[i]), float(run.largest_free[i]),
             float(run.free_cached[i]), float(run.reserved[i]))
@@ -157,7 +157,7 @@ def _allocator_choice() -> str:
     """The allocator that serves e from memory it already holds (reserved does not grow)."""
     from ..allocator import MiB, compare
 
-    runs = compare(_trace(), page_bytes=MiB).runs
+    runs = compare(_trace(), page_bytes=MiB, pools="one").runs
     fits = [r.allocator for r in runs if r.reserved[-1] == r.reserved[-2] and not r.failed]
     if len(fits) != 1:
         raise AssertionError(f"08.allocator_choice needs one answer, the model gives {fits}")
@@ -289,7 +289,7 @@ QUESTIONS = (
         id="08.fragmentation",
         name="fragmentation",
         points=2,
-        prompt="A caching allocator (PyTorch-style: best fit, blocks are split, a freed block "
+        prompt="A caching allocator with one pool (best fit, blocks are split, a freed block "
                "merges only with free neighbours in the same segment) holds one 8 MiB segment, "
                "all free. The program allocates a = 3 MiB, b = 1 MiB, c = 1 MiB and d = 2 MiB, "
                "placed one after another from the start of the segment, then frees a and c. "

@@ -6,7 +6,7 @@ loads them into frozen dataclasses and derives what the lessons need:
 
 * peak FLOP/s per precision (dense, never sparse),
 * memory bandwidth and the ridge point ``I_max = pi / beta`` (FLOP/byte),
-* the seed's two platform formulas, computed from first principles:
+* the two platform formulas, computed from first principles:
   ``pi = N_cores x f x FLOPs-per-cycle`` (an FMA is 2 FLOPs) and
   ``beta = bus width x data rate``.
 
@@ -107,7 +107,7 @@ class GPU:
             return None
         return self.l2_bytes_per_clk * self.boost_mhz * 1e6
 
-    # -- the seed's formulas ---------------------------------------------------------------
+    # -- the platform formulas -------------------------------------------------------------
     def pi_from_cores(self) -> float | None:
         """FP32 peak from first principles: cores x boost clock x 2 FLOPs (one FMA) per cycle."""
         if self.boost_mhz is None:
@@ -168,7 +168,7 @@ class GPU:
 
 
 def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:
-    """The seed's ``pi = N x f x IPC`` in FLOP/s (count an FMA as 2 FLOPs in ``flops_per_cycle``)."""
+    """The compute roof ``pi = N x f x IPC`` in FLOP/s (count an FMA as 2 FLOPs in ``flops_per_cycle``)."""
     _validate.integer("units", units, low=1)
     _validate.positive("clock_hz", clock_hz)
     _validate.positive("flops_per_cycle", flops_per_cycle)
@@ -176,7 +176,7 @@ def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:
 
 
 def memory_bandwidth(bus_width_bits: int, transfers_per_s: float) -> float:
-    """The seed's ``beta = bus width x data rate`` in bytes/s."""
+    """The memory roof ``beta = bus width x data rate`` in bytes/s."""
     _validate.integer("bus_width_bits", bus_width_bits, low=1)
     _validate.positive("transfers_per_s", transfers_per_s)
     return bus_width_bits / 8 * transfers_per_s

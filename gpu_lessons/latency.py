@@ -32,7 +32,7 @@ Little's law for memory
     bytes in flight = bandwidth × latency.  H100 SXM: 3.35 TB/s × 600 ns ≈ 2.0 MB, about
     15 KB per SM — more than 64 warps × 32 threads × 4 B = 8 KB, so full occupancy alone
     cannot saturate HBM with 4-byte loads: each thread needs ≥ 2 loads in flight (ILP) or
-    wider loads.  That is the seed's point (and V. Volkov, "Better Performance at Lower
+    wider loads (V. Volkov, "Better Performance at Lower
     Occupancy", GTC 2010): fewer warps with more independent work each can beat high
     occupancy.  :func:`compare` shows it with the occupancy calculator's warps.
 """
@@ -499,8 +499,8 @@ def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> C
     return Comparison(g.name, lat, g.bandwidth, tuple(results))
 
 
-def seed_example(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
-    """The seed's claim made concrete: a streaming kernel (256-thread blocks, float loads)
+def occupancy_vs_ilp(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
+    """Occupancy against loads in flight: a streaming kernel (256-thread blocks, float loads)
     at 100 % occupancy with one load in flight per thread, against register-blocked
     versions that hold 4 loads in flight per thread and so need more registers."""
     return compare([

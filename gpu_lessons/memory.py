@@ -2,7 +2,7 @@
 
 Global memory (Volta and later)
     L1 and L2 lines are 128 bytes, split into four 32-byte *sectors*; only the sectors a warp
-    touches move (errata E9: a line is no longer the unit of transfer).  One warp-wide load
+    touches move (docs/misconceptions.md, M14: a line is not the unit of transfer).  One warp-wide load
     instruction is one *request*, and it costs as many sectors as there are distinct 32-byte
     segments among its lanes' accesses.  Nsight Compute reports the two as
     ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` and

@@ -1,6 +1,7 @@
 """MFU (Model FLOPs Utilization) and HFU from a measured throughput.
 
-MFU is **Model** FLOPs Utilization, not "Maximum FLOPs Utilization" (seed erratum E1):
+MFU is **Model** FLOPs Utilization, not "Maximum FLOPs Utilization" (docs/misconceptions.md,
+M27):
 
     MFU = (model FLOPs per token x tokens per second) / (number of GPUs x dense peak FLOP/s)
 
@@ -33,18 +34,18 @@ from .transformer import (
     Preset,
     TransformerFlops,
     attention_flops,
+    attention_multiply_adds,
     compare_estimates,
     megatron_layer_forward_flops,
     megatron_training_flops,
     mlp_flops,
+    mlp_flops_doubled,
     palm_flops_per_token,
     parameter_count,
-    seed_attention_flops,
-    seed_mlp_flops,
-    seed_training_flops,
     six_n_flops_per_token,
     training_flops,
     transformer_flops,
+    twice_forward_flops,
 )
 
 #: Precisions an MFU can be quoted against: tensor-core peaks, plus the plain FP32 (CUDA-core)
@@ -135,7 +136,7 @@ def utilization(model_flops_per_s, *, gpu, precision="bf16", accumulate="fp32", 
 
     ``gpu`` is a catalog name or a :class:`~gpu_lessons.hardware.GPU`; the peak is dense
     (sparse peaks are refused by the catalog).  ``accumulate="fp16"`` selects the FP16-accumulate
-    peak where a GPU has a faster one (GeForce); training accumulates in FP32 (erratum E6).
+    peak where a GPU has a faster one (GeForce); training accumulates in FP32 (M18).
     """
     achieved = _validate.real("model_flops_per_s", model_flops_per_s, low=0)
     n = _validate.integer("n_gpus", n_gpus, low=1)
@@ -153,7 +154,7 @@ def achieved_flops(flops_per_token, *, tokens_per_s=None, steps_per_s=None,
                    tokens_per_step=None) -> float:
     """FLOP/s = FLOPs per token x tokens per second (tokens/s = steps/s x tokens per step).
 
-    The seed's example forgot the tokens per sequence (erratum E5): 1000 sequences/s x 1024
+    A common slip forgets the tokens per sequence (docs/misconceptions.md, M32): 1000 sequences/s x 1024
     tokens x 10 GFLOP/token = 10.24 PFLOP/s, not 10 TFLOP/s.
     """
     per_token = _validate.real("flops_per_token", flops_per_token, low=0)
@@ -204,35 +205,35 @@ def mfu(flops, *, gpu, tokens_per_s=None, steps_per_s=None, tokens_per_step=None
                        n_gpus=n_gpus, hardware_flops_per_s=hw * rate, tokens_per_s=rate)
 
 
-# -- the notes' throughput and MFU examples, and their corrections ---------------------------------
+# -- two worked examples as often quoted, and their corrections ------------------------------------
 
-def seed_achieved_flops(sequences_per_s, flops_per_token) -> float:
-    """The seed's worked example: sequences/s x FLOPs per token, forgetting the tokens in each
-    sequence (erratum E5); :func:`achieved_flops` is the correct one."""
+def sequence_rate_times_token_flops(sequences_per_s, flops_per_token) -> float:
+    """Sequences/s x FLOPs per token: the FLOP rate if every sequence were one token long (the
+    slip of M32 in docs/misconceptions.md); :func:`achieved_flops` is the correct one."""
     return (_validate.real("sequences_per_s", sequences_per_s, low=0)
             * _validate.real("flops_per_token", flops_per_token, low=0))
 
 
-#: The seed's throughput example (MFU section): 1000 sequences/s of 1024 tokens, 10 GFLOP per
-#: token for forward + backward.  The seed wrote 10 TFLOP/s; it is 10.24 PFLOP/s.
-SEED_THROUGHPUT_EXAMPLE = {"sequences_per_s": 1000, "tokens_per_sequence": 1024,
+#: A throughput example as often quoted: 1000 sequences/s of 1024 tokens, 10 GFLOP per token
+#: for forward + backward, "10 TFLOP/s"; it is 10.24 PFLOP/s (docs/misconceptions.md, M32).
+THROUGHPUT_EXAMPLE = {"sequences_per_s": 1000, "tokens_per_sequence": 1024,
                            "flops_per_token": 10e9,
-                           "source": "seed notes, MFU section (erratum E5)"}
+                           "source": "docs/misconceptions.md, M32"}
 
-#: The seed's MFU example: 4 x RTX 4090 train a 350M model at 0.1 TFLOP per step, 50 steps/s.
-#: The seed divides by 330 TFLOP/s per GPU, the FP16-accumulate peak; mixed-precision training
+#: An MFU example as often worked: 4 x RTX 4090 train a 350M model at 0.1 TFLOP per step,
+#: 50 steps/s, divided by 330 TFLOP/s per GPU, the FP16-accumulate peak; mixed-precision training
 #: accumulates in FP32, where GeForce Ada gives 165.2 (Ada whitepaper v2.02, App. A), so the
-#: MFU doubles (erratum E6).
-SEED_MFU_EXAMPLE = {"gpu": "RTX 4090", "n_gpus": 4, "flops_per_step": 0.1e12,
+#: MFU doubles (docs/misconceptions.md, M18).
+RTX4090_MFU_EXAMPLE = {"gpu": "RTX 4090", "n_gpus": 4, "flops_per_step": 0.1e12,
                     "steps_per_s": 50, "precision": "fp16",
-                    "source": "seed notes, MFU section (erratum E6)"}
+                    "source": "docs/misconceptions.md, M18"}
 
 
-def seed_mfu_example(accumulate="fp16") -> Utilization:
-    """The seed's RTX 4090 example against the catalog peak: ``accumulate="fp16"`` is what the
+def rtx4090_mfu_example(accumulate="fp16") -> Utilization:
+    """The RTX 4090 example against the catalog peak: ``accumulate="fp16"`` is what the
     seed used (330.3 TFLOP/s, MFU 0.38 %), ``"fp32"`` the right peak for training (165.2,
     0.76 %)."""
-    ex = SEED_MFU_EXAMPLE
+    ex = RTX4090_MFU_EXAMPLE
     return utilization(ex["flops_per_step"] * ex["steps_per_s"], gpu=ex["gpu"],
                        precision=ex["precision"], accumulate=accumulate, n_gpus=ex["n_gpus"])
 
@@ -276,8 +277,8 @@ __all__ = [
     "MFU_PRECISIONS",
     "PRESETS",
     "REFERENCE_RUNS",
-    "SEED_MFU_EXAMPLE",
-    "SEED_THROUGHPUT_EXAMPLE",
+    "RTX4090_MFU_EXAMPLE",
+    "THROUGHPUT_EXAMPLE",
     "EstimateComparison",
     "ParameterCount",
     "Preset",
@@ -286,20 +287,20 @@ __all__ = [
     "Utilization",
     "achieved_flops",
     "attention_flops",
+    "attention_multiply_adds",
     "compare_estimates",
     "megatron_layer_forward_flops",
     "megatron_training_flops",
     "mfu",
     "mlp_flops",
+    "mlp_flops_doubled",
     "palm_flops_per_token",
     "parameter_count",
-    "seed_achieved_flops",
-    "seed_attention_flops",
-    "seed_mfu_example",
-    "seed_mlp_flops",
-    "seed_training_flops",
+    "rtx4090_mfu_example",
+    "sequence_rate_times_token_flops",
     "six_n_flops_per_token",
     "training_flops",
     "transformer_flops",
+    "twice_forward_flops",
     "utilization",
 ]

@@ -5,7 +5,7 @@ doing ``F`` FLOPs and moving ``B`` bytes has intensity ``I = F / B`` (FLOP/byte)
 
 * attainable performance ``P = min(π, β · I)`` (FLOP/s),
 * ridge point ``I_max = π / β``: below it the kernel is memory-bound, at or above it
-  compute-bound (the seed's rule, "I ≥ I_max → compute bound"),
+  compute-bound (the usual rule, "I ≥ I_max → compute bound"),
 * time ``t = max(F / π, B / β)`` — the same statement in seconds, since ``F / t = P``.
 
 Source: S. Williams, A. Waterman, D. Patterson, "Roofline: an insightful visual performance

@@ -14,7 +14,7 @@ Matrices are stored row-major (C order) at a base address; a second array starts
 multiple of the cache's set span therefore map row for row onto the same sets: that is the
 real conflict-miss pathology of power-of-two matrices, not an artefact.
 
-:func:`hit_rate_vs_line_size` answers the seed's "why 128-byte lines?" with numbers: hit rate,
+:func:`hit_rate_vs_line_size` answers "why 128-byte lines?" with numbers: hit rate,
 the classic three kinds of miss, and the bytes each line size moves.
 """
 

@@ -20,7 +20,8 @@ width h, MLP width i, H query heads and K key/value heads of size d (H·d = h us
     LM-head logits     2·b·s·h·V               (once, not per layer)
 
 That is 8·b·s·h² + 4·b·s²·h for attention and 4·b·s·h·i (6·b·s·h·i gated) for the MLP, the
-corrected forms of the seed's 4sh² + 2s²h and 8shi (errata E2, E3; Megatron-LM, Narayanan et
+corrected forms of the often-quoted 4sh² + 2s²h and 8shi (docs/misconceptions.md, M29 and M30;
+Megatron-LM, Narayanan et
 al. 2021, arXiv 2104.04473, and Korthikanti et al. 2022, arXiv 2205.05198).  The counts
 equal FlopCounterMode's on a torch model (``tools/reference/transformer_flops.py``).
 
@@ -529,12 +530,12 @@ def megatron_training_flops(batch, seq_len, n_layers, d_model, vocab_size, *,
     return 72.0 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
 
 
-# -- the notes' per-layer formulas, and their corrections ------------------------------------------
+# -- often-quoted per-layer formulas, and their corrections ---------------------------------------
 
-def seed_attention_flops(seq_len, d_model) -> int:
-    """The seed's self-attention cost per layer, 4·s·h² + 2·s²·h: these are multiply-adds.
+def attention_multiply_adds(seq_len, d_model) -> int:
+    """The often-quoted self-attention cost per layer, 4·s·h² + 2·s²·h: multiply-adds.
 
-    Wrong as FLOPs by a factor 2 (erratum E2); see :func:`attention_flops`.
+    Wrong as FLOPs by a factor 2 (docs/misconceptions.md, M29); see :func:`attention_flops`.
     """
     s = _validate.integer("seq_len", seq_len, low=1)
     h = _validate.integer("d_model", d_model, low=1)
@@ -552,8 +553,9 @@ def attention_flops(seq_len, d_model, *, batch=1) -> int:
     return 8 * b * s * h * h + 4 * b * s * s * h
 
 
-def seed_mlp_flops(seq_len, d_model, d_ff) -> int:
-    """The seed's MLP cost per layer, 8·s·h·i: twice the true FLOPs (erratum E3)."""
+def mlp_flops_doubled(seq_len, d_model, d_ff) -> int:
+    """The often-quoted MLP cost per layer, 8·s·h·i: twice the true FLOPs
+    (docs/misconceptions.md, M30); see :func:`mlp_flops`."""
     s = _validate.integer("seq_len", seq_len, low=1)
     h = _validate.integer("d_model", d_model, low=1)
     i = _validate.integer("d_ff", d_ff, low=1)
@@ -569,8 +571,9 @@ def mlp_flops(seq_len, d_model, d_ff, *, gated=False, batch=1) -> int:
     return (6 if _validate.flag("gated", gated) else 4) * b * s * h * i
 
 
-def seed_training_flops(forward_flops) -> float:
-    """The seed's "x 2 for forward and backward" (erratum E4): undercounts training by 1/3."""
+def twice_forward_flops(forward_flops) -> float:
+    """"x 2 for forward and backward": undercounts training by a third (docs/misconceptions.md,
+    M31); see :func:`training_flops`."""
     return 2.0 * _validate.real("forward_flops", forward_flops, low=0)
 
 

@@ -471,7 +471,7 @@ def test_importing_measure_does_not_import_cupy(tmp_path):
     trap = tmp_path / "cupy"
     trap.mkdir()
     (trap / "__init__.py").write_text("raise SystemExit('cupy was imported')\n")
-    code = ("import gpu_lessons.measure, gpu_lessons.measure.gpu, gpu_lessons.measure.kernels;"
+    code = ("import gpu_lessons.measure, gpu_lessons.measure.gpu, gpu_lessons.measure.cuda_sources;"
             "print('ok')")
     env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).parents[1]}", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -483,7 +483,7 @@ def test_importing_measure_does_not_import_cupy(tmp_path):
 
 def test_kernel_resources_without_gpu(no_cupy, capsys):
     from gpu_lessons.measure import kernel_resources
-    from gpu_lessons.measure.kernels import OCCUPANCY_SOURCE
+    from gpu_lessons.measure.cuda_sources import OCCUPANCY_SOURCE
 
     with pytest.raises(RuntimeError, match=r"No CUDA GPU \(CuPy not installed\)"):
         kernel_resources(OCCUPANCY_SOURCE, "occ_regs", ("--maxrregcount=32",))
@@ -534,7 +534,7 @@ def test_kernel_resources_reads_the_function_attributes(monkeypatch):
 
 @pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")
 def test_kernel_resources_on_a_gpu():
-    from gpu_lessons.measure.kernels import OCC_LIVE_VALUES, OCCUPANCY_SOURCE
+    from gpu_lessons.measure.cuda_sources import OCC_LIVE_VALUES, OCCUPANCY_SOURCE
 
     # __shared__ float tile[3072]: 12,288 B of static shared memory, none for occ_light
     assert gpu.kernel_resources(OCCUPANCY_SOURCE, "occ_smem_12k").static_shared_bytes == 12288
@@ -813,11 +813,11 @@ def test_simt_teaching_kernels_on_the_h200(rec):
 def test_kernel_sources_compile_for_hopper(tmp_path):
     import subprocess
 
-    from gpu_lessons.measure import kernels
+    from gpu_lessons.measure import cuda_sources
 
     src = tmp_path / "all.cu"
-    src.write_text(kernels.STREAM_SOURCE + kernels.STRIDED_SOURCE + kernels.SMEM_SOURCE
-                   + kernels.EMPTY_SOURCE + kernels.OCCUPANCY_SOURCE)
+    src.write_text(cuda_sources.STREAM_SOURCE + cuda_sources.STRIDED_SOURCE + cuda_sources.SMEM_SOURCE
+                   + cuda_sources.EMPTY_SOURCE + cuda_sources.OCCUPANCY_SOURCE)
     out = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", str(src), "-o",
                           str(tmp_path / "all.cubin")], capture_output=True, text=True,
                          timeout=120)

@@ -116,7 +116,7 @@ def test_rtx4090_wrong_peak_halves_mfu():
     assert "165.2 TFLOP/s per GPU (bf16 dense, FP32-accumulate)" in ex.readout.value
 
 
-def test_notes_quote_the_seed_example(ex):
+def test_notes_quote_the_rtx4090_example(ex):
     # 0.1 TFLOP × 50 steps/s = 5 TFLOP/s over 4 GPUs: 5 / (4 × 330.3) = 0.378 %,
     # 5 / (4 × 165.2) = 0.757 %.
     notes = ex.children[1].value

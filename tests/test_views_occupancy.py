@@ -59,7 +59,7 @@ def _marker(ex, parameter):
 
 # -- published and measured references ----------------------------------------------------------
 
-def test_default_is_the_seed_example_corrected():
+def test_default_is_the_65536_over_64_example_corrected():
     assert EXPLORERS["occupancy"] == "gpu_lessons.views.occupancy:occupancy_explorer"
     ex = load("occupancy")()
     assert ex.warning.value == ""

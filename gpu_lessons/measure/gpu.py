@@ -145,7 +145,7 @@ class KernelResources:
     static shared memory per block.
 
     ``local_bytes`` is per-thread *local memory* (CUDA C++ Programming Guide, "Device Memory
-    Accesses → Local Memory"; seed erratum E8): register spills and arrays the compiler could
+    Accesses → Local Memory"; docs/misconceptions.md, M11): register spills and arrays the compiler could
     not keep in registers, placed in device memory and cached in L1/L2.  The three numbers are
     the compiled function's attributes (``cuFuncGetAttribute``: ``NUM_REGS``,
     ``LOCAL_SIZE_BYTES``, ``SHARED_SIZE_BYTES``), the same ones ``nvcc -Xptxas -v`` prints as
@@ -245,7 +245,7 @@ class DeviceReport:
     """What the CUDA runtime says about the GPU, next to the catalog's datasheet figures.
 
     ``rows`` are ``(quantity, device value, catalog value)`` as text with units.
-    ``bandwidth_from_bus`` is the seed's ``beta = bus width x data rate`` computed from the
+    ``bandwidth_from_bus`` is ``beta = bus width x data rate`` computed from the
     device's own memory clock and bus width (HBM moves data on both clock edges), in B/s.
     """
 

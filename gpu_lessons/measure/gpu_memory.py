@@ -19,7 +19,7 @@ import numpy as np
 from .. import _validate
 from .._format import bandwidth, binary_bytes, html_table
 from ..memory import predicted_traffic
-from . import kernels
+from . import cuda_sources
 from .cpu import Staircase
 from .gpu import DEVICE_ATTRIBUTES, GiB, MiB, compiled, cupy_module, device_name, l2_bytes, launch_1d
 from .timing import Bandwidth, Progress, Timing, time_cuda
@@ -63,7 +63,7 @@ def measure_bandwidth_raw(kind: str = "copy", *, array_bytes: int | None = None,
     b = cp.empty_like(a)
     grid, block = launch_1d(n4)
     if kind == "copy":
-        k = compiled(kernels.STREAM_SOURCE, "copy_f4")
+        k = compiled(cuda_sources.STREAM_SOURCE, "copy_f4")
 
         def run():
             k(grid, block, (a, b, np.int64(n4)))
@@ -71,7 +71,7 @@ def measure_bandwidth_raw(kind: str = "copy", *, array_bytes: int | None = None,
         ok = bool(cp.array_equal(a, b))
     else:
         c = rng.random(4 * n4, dtype=cp.float32)
-        k = compiled(kernels.STREAM_SOURCE, "triad_f4")
+        k = compiled(cuda_sources.STREAM_SOURCE, "triad_f4")
         s = np.float32(3.0)
 
         def run():
@@ -137,7 +137,7 @@ def measure_size_sweep_raw(array_bytes: Sequence[int] | None = None, *, repeats:
             s *= 2
     array_bytes = [_validate.integer("array_bytes[i]", b, low=16 * 1024, high=16 * GiB)
                    for b in array_bytes]
-    k = compiled(kernels.STREAM_SOURCE, "copy_f4")
+    k = compiled(cuda_sources.STREAM_SOURCE, "copy_f4")
     stream = cp.cuda.Stream(non_blocking=True)
     points = []
     with Progress(len(array_bytes), "copy bandwidth by size") as bar:
@@ -290,7 +290,7 @@ def measure_access_raw(pattern: str = "stride", values: Sequence[int] | None = N
     only; the value in effect is recorded either way.
     """
     _validate.choice("pattern", pattern, ("stride", "offset"))
-    _validate.choice("element_bytes", element_bytes, tuple(kernels.ELEMENT_TYPES))
+    _validate.choice("element_bytes", element_bytes, tuple(cuda_sources.ELEMENT_TYPES))
     if l2_fetch_granularity is not None:
         _validate.choice("l2_fetch_granularity", l2_fetch_granularity, (32, 64, 128))
     cp = cupy_module()
@@ -308,14 +308,14 @@ def measure_access_raw(pattern: str = "stride", values: Sequence[int] | None = N
 
 def _measure_access(cp, pattern, values, element_bytes, out_bytes, repeats, budget_s) -> dict:
     pattern = _validate.choice("pattern", pattern, ("stride", "offset"))
-    eb = _validate.choice("element_bytes", element_bytes, tuple(kernels.ELEMENT_TYPES))
+    eb = _validate.choice("element_bytes", element_bytes, tuple(cuda_sources.ELEMENT_TYPES))
     if values is None:
         values = DEFAULT_STRIDES if pattern == "stride" else DEFAULT_OFFSETS
     values = [_validate.integer("values[i]", v, low=0 if pattern == "offset" else 1, high=1024)
               for v in values]
     if out_bytes is None:
         out_bytes = max(4 * l2_bytes(cp), 128 * MiB)
-    per_block = 256 * kernels.STRIDED_UNROLL  # the kernel has no bounds checks
+    per_block = 256 * cuda_sources.STRIDED_UNROLL  # the kernel has no bounds checks
     n = _validate.integer("out_bytes", out_bytes, low=eb * per_block, high=16 * GiB) // eb
     n -= n % per_block
     span = n * max(values) + 1 if pattern == "stride" else n + max(values)
@@ -326,7 +326,7 @@ def _measure_access(cp, pattern, values, element_bytes, out_bytes, repeats, budg
     words = eb // 4
     src = cp.arange(span * words, dtype=cp.float32)  # nonzero, distinct values
     dst = cp.empty(n * words, dtype=cp.float32)
-    k = compiled(kernels.STRIDED_SOURCE, f"strided_copy_{eb}")
+    k = compiled(cuda_sources.STRIDED_SOURCE, f"strided_copy_{eb}")
     grid, block = (n // per_block,), (256,)
     points = []
     with Progress(len(values), f"{pattern} sweep, {eb}-byte elements") as bar:
@@ -367,8 +367,8 @@ def offset_sweep(offsets: Sequence[int] = DEFAULT_OFFSETS, *, element_bytes: int
 def smem_addresses(stride: int, element_bytes: int) -> list[int]:
     """The 32 byte addresses the ``smem_*`` kernel's warp reads at ``stride`` (elements)."""
     stride = _validate.integer("stride", stride, low=0, high=1 << 16)
-    element_bytes = _validate.choice("element_bytes", element_bytes, tuple(kernels.ELEMENT_TYPES))
-    mask = kernels.SMEM_ELEMENTS - 1
+    element_bytes = _validate.choice("element_bytes", element_bytes, tuple(cuda_sources.ELEMENT_TYPES))
+    mask = cuda_sources.SMEM_ELEMENTS - 1
     return [((lane * stride) & mask) * element_bytes for lane in range(32)]
 
 
@@ -436,13 +436,13 @@ def measure_bank_raw(strides: Sequence[int] = DEFAULT_BANK_STRIDES, *, element_b
     so a block's cycle count covers all 32 of its warps; one block per SM means those are
     the SM's cycles.  CUDA-event times are kept as well.
     """
-    eb = _validate.choice("element_bytes", element_bytes, tuple(kernels.ELEMENT_TYPES))
+    eb = _validate.choice("element_bytes", element_bytes, tuple(cuda_sources.ELEMENT_TYPES))
     iters = _validate.integer("iters", iters, low=1, high=1 << 16)
     strides = [_validate.integer("strides[i]", s, low=0, high=4096) for s in strides]
     cp = cupy_module()
     sms = int(cp.cuda.runtime.deviceGetAttribute(DEVICE_ATTRIBUTES["multiprocessor_count"],
                                                  cp.cuda.Device().id))
-    k = compiled(kernels.SMEM_SOURCE, f"smem_{eb}")
+    k = compiled(cuda_sources.SMEM_SOURCE, f"smem_{eb}")
     out = cp.zeros(sms, dtype=cp.float32)
     cycles = cp.zeros(sms, dtype=cp.int64)
     threads = 1024
@@ -457,7 +457,7 @@ def measure_bank_raw(strides: Sequence[int] = DEFAULT_BANK_STRIDES, *, element_b
             points.append({"stride": s, "timing": timing.to_raw(), "block_cycles": block_cycles})
             bar.update(1, f"stride {s}")
     return {"device": device_name(cp), "element_bytes": eb, "warps_per_block": threads // 32,
-            "blocks": sms, "iters": iters, "loads_per_iter": kernels.SMEM_UNROLL,
+            "blocks": sms, "iters": iters, "loads_per_iter": cuda_sources.SMEM_UNROLL,
             "points": points}
 
 

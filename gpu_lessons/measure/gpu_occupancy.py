@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass
 
 from .._format import html_table
-from . import kernels
+from . import cuda_sources
 from .gpu import DEVICE_ATTRIBUTES, compiled, cupy_module, device_name
 from .timing import Progress
 
@@ -107,7 +107,7 @@ def measure_occupancy_raw(kernel_specs=None, *, threads=DEFAULT_OCC_THREADS,
                                                dev_id)
     minor = cp.cuda.runtime.deviceGetAttribute(DEVICE_ATTRIBUTES["compute_capability_minor"],
                                                dev_id)
-    specs = kernels.OCCUPANCY_KERNELS if kernel_specs is None else kernel_specs
+    specs = cuda_sources.OCCUPANCY_KERNELS if kernel_specs is None else kernel_specs
     rows, errors = [], []
     bar = Progress(len(specs), "occupancy queries")
     for label, source, name, options in specs:

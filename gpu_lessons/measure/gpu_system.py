@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _validate
 from .._format import bandwidth, binary_bytes, html_table
-from . import kernels
+from . import cuda_sources
 from .gpu import GiB, MiB, compiled, cupy_module, device_name
 from .timing import Bandwidth, Timing, time_host
 
@@ -59,7 +59,7 @@ def measure_launch_raw(n_kernels: int = 1000, *, repeats: int = 7,
     """Time ``n_kernels`` launches of ``empty_kernel`` back-to-back, synced, and as a graph."""
     n = _validate.integer("n_kernels", n_kernels, low=10, high=100_000)
     cp = cupy_module()
-    k = compiled(kernels.EMPTY_SOURCE, "empty_kernel")
+    k = compiled(cuda_sources.EMPTY_SOURCE, "empty_kernel")
     stream = cp.cuda.Stream(non_blocking=True)
     grid, block = (1,), (32,)
 

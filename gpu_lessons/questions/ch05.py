@@ -141,10 +141,10 @@ def _conv_with(e, x, k, c_in, c_out, padding, stride, *, side):
 
 
 def _conv_seed_macs(e, x, k, c_in, c_out, padding, stride):
-    """The seed's M²·K²·Cin·Cout: multiply-adds, from :func:`gpu_lessons.costs.conv2d_seed`."""
-    from ..costs import conv2d_seed
+    """The seed's M²·K²·Cin·Cout: multiply-adds, from :func:`gpu_lessons.costs.conv2d_macs_no_input`."""
+    from ..costs import conv2d_macs_no_input
 
-    return conv2d_seed(x, k, c_in, c_out, padding=padding, stride=stride).flops
+    return conv2d_macs_no_input(x, k, c_in, c_out, padding=padding, stride=stride).flops
 
 
 def _conv_no_floor(e, x, k, c_in, c_out, padding, stride):

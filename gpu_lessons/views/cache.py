@@ -6,7 +6,7 @@ size, line size, associativity and replacement policy; the readout gives hit rat
 the bytes moved to and from the next level (:class:`gpu_lessons.cache.Cache`, flushed at the
 end so every dirty byte is counted).
 
-The two plots answer the seed's "why are cache lines 128 bytes?" with
+The two plots answer "why are cache lines 128 bytes?" with
 :func:`gpu_lessons.traces.hit_rate_vs_line_size`: for the same cache size, longer lines raise
 the hit rate of a streaming trace (one miss per line), but a scattered trace drags in bytes it
 never uses, so the bytes fetched grow with the line.  NVIDIA keeps 128-byte lines and moves

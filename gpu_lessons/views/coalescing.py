@@ -3,7 +3,7 @@
 The picture is the one in the CUDA C++ Best Practices Guide §10.2.1: a row of 32 lanes, a line
 from each lane to the 32-byte sector holding its data, and the sectors grouped four to a
 128-byte line.  Touched sectors are highlighted; the rest of each touched line stays grey,
-because since Maxwell/Pascal only the touched sectors move (errata E9).  Every count comes
+because since Maxwell/Pascal only the touched sectors move (docs/misconceptions.md, M14).  Every count comes
 from :func:`gpu_lessons.memory.global_load`; the view only lays the sectors out.
 
 A second plot sweeps the stride for the chosen element size and offset, so the current pattern

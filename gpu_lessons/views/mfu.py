@@ -4,7 +4,7 @@ Every number comes from :mod:`gpu_lessons.mfu`: FLOPs from :func:`transformer_fl
 estimates from :func:`compare_estimates`, parameters from :func:`parameter_count`, MFU and HFU
 from :func:`mfu`.  The readout names the peak it divides by; on a GeForce card the
 FP16-accumulate peak is twice the FP32-accumulate one, and dividing by it halves the MFU of a
-mixed-precision training run (the seed's RTX 4090 example, erratum E6).
+mixed-precision training run (the RTX 4090 example, docs/misconceptions.md, M18).
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ class MfuExplorer(Explorer):
                                            ("peak used", "@peak")]))
         self.figures_by_name = {"breakdown": fig1, "estimates": fig2, "utilization": fig3}
 
-        bad, good = _mfu.seed_mfu_example("fp16"), _mfu.seed_mfu_example("fp32")
-        notes = (f"The seed's example (4 × RTX 4090, 0.1 TFLOP/step × 50 steps/s) divided by "
+        bad, good = _mfu.rtx4090_mfu_example("fp16"), _mfu.rtx4090_mfu_example("fp32")
+        notes = (f"The RTX 4090 example (4 GPUs, 0.1 TFLOP/step × 50 steps/s) divided by "
                  f"{flop_rate(bad.peak_flops_per_gpu)} per GPU, the FP16-accumulate "
                  f"peak: MFU {percent(bad.mfu)}. Mixed-precision training accumulates in "
                  f"FP32, where the RTX 4090 peaks at {good.peak_flops_per_gpu * 1e-12:.1f} "
@@ -261,7 +261,7 @@ def _readout(p: Preset, f: _mfu.TransformerFlops, params: _mfu.ParameterCount,
                  f"{si(est.palm[0], 'FLOP')} ({est.palm_error[0] * 100:+.1f} %).")
     lines = [shape, flops, util, estimates]
     if other is not None:
-        verdict = ("the seed's RTX 4090 mistake (E6): it halves MFU" if other.accumulate == "fp16"
+        verdict = ("the FP16-accumulate mistake: it halves MFU" if other.accumulate == "fp16"
                    else "training accumulates in FP32, so quote that peak")
         lines.append(f"<span style='color:{red}'>This GPU has two FP16 peaks. Against the "
                      f"{_peak_text(other)} the same run reads MFU {percent(other.mfu)} — "

@@ -75,9 +75,9 @@ KERNELS = {
     "conv2d": _Kernel("conv2d", "hex",
                       lambda p, dt: costs.conv2d(CONV_X, CONV_K, p["channels"], p["channels"],
                                                  padding=CONV_PADDING, dtype=dt)),
-    # The seed's formulas are FP32 by construction (4-byte elements), whatever the precision.
-    "conv2d_seed": _Kernel("conv2d, seed's formulas (FP32)", "square_pin",
-                           lambda p, dt: costs.conv2d_seed(CONV_X, CONV_K, p["channels"],
+    # The often-quoted formulas are FP32 by construction (4-byte elements), whatever the precision.
+    "conv2d_macs_no_input": _Kernel("conv2d, often-quoted formulas (FP32)", "square_pin",
+                           lambda p, dt: costs.conv2d_macs_no_input(CONV_X, CONV_K, p["channels"],
                                                            p["channels"], padding=CONV_PADDING)),
     "attention_prefill": _Kernel(
         "attention prefill", "star",

@@ -492,7 +492,8 @@ def _requests(addresses, is_write, access_bytes):
             access_bytes = getattr(trace, "access_bytes", 1)
     if access_bytes is None:
         access_bytes = 1
-    addr = _int_array("addresses", addresses)
+    # int_array copies: a contiguous, writable int64 array the compiled loop can take
+    addr = _validate.int_array("addresses", addresses, max_ndim=1).reshape(-1)
     if addr.size and (addr.min() < 0 or addr.max() >= MAX_ADDRESS):
         bad = addr[(addr < 0) | (addr >= MAX_ADDRESS)][0]
         raise ValueError(f"addresses must be byte addresses in [0, 2**62), got {bad}")
@@ -501,7 +502,7 @@ def _requests(addresses, is_write, access_bytes):
         scalar_len = _validate.integer("access_bytes", access_bytes, low=1, high=2**30)
         lens = np.zeros(0, np.int64)
     else:
-        lens = _int_array("access_bytes", access_bytes)
+        lens = _validate.int_array("access_bytes", access_bytes, max_ndim=1).reshape(-1)
         if lens.shape != addr.shape:
             raise ValueError(f"access_bytes must be one int or one per address "
                              f"({addr.size}), got {lens.size} values")
@@ -524,24 +525,6 @@ def _requests(addresses, is_write, access_bytes):
                              f"got shape {w.shape}")
         writes = _writable(np.ascontiguousarray(w)) if w.any() else np.zeros(0, np.bool_)
     return addr, lens, scalar_len, writes
-
-
-def _int_array(name, values) -> np.ndarray:
-    a = np.asarray(values)
-    if a.dtype == object or a.dtype.kind not in "iu":
-        if a.size == 0 and a.dtype.kind == "f":
-            a = a.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must be integers (a numpy int array or a list of ints), "
-                            f"got dtype {a.dtype}")
-    if a.ndim != 1:
-        if a.ndim == 0:
-            a = a.reshape(1)
-        else:
-            raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} must be below 2**62, got {a.max()}")
-    return _writable(np.ascontiguousarray(a, dtype=np.int64))
 
 
 def _writable(a: np.ndarray) -> np.ndarray:

@@ -147,7 +147,7 @@ def gemm(m, n, k, dtype="fp32") -> KernelCost:
     ``(m·k + k·n + m·n) · s`` (each matrix moved once).  No kernel can move less, so this is the
     highest intensity a GEMM can reach: ``2N/(3s)`` FLOP/byte for square N.
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     s = dtype_bytes(dtype)
     return _gemm_cost("GEMM (each operand moved once)", m, n, k, s, m * k, k * n,
                       f"{m}×{k} @ {k}×{n} in {dtype}: compulsory traffic, every matrix "
@@ -162,7 +162,7 @@ def gemm_naive(m, n, k, dtype="fp32") -> KernelCost:
     Source: Kirk & Hwu, *Programming Massively Parallel Processors* (4th ed.), ch. 5
     ("compute to global memory access ratio" of the simple matmul kernel: 0.25 OP/B).
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     s = dtype_bytes(dtype)
     return _gemm_cost("GEMM naive (no reuse)", m, n, k, s, m * n * k, m * n * k,
                       f"{m}×{k} @ {k}×{n} in {dtype}: every multiply-add loads its A and B "
@@ -186,7 +186,7 @@ def gemm_tiled(m, n, k, *, tile=None, tile_m=None, tile_n=None, dtype="fp32") ->
     kernel").  ``tile = 1`` is the naive kernel; a tile as large as C is :func:`gemm`.  The k-step
     of the tile changes shared-memory size, not DRAM traffic; caches (L2) are ignored.
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     if tile is not None:
         if tile_m is not None or tile_n is not None:
             raise ValueError("give either tile (square tiles) or tile_m and tile_n, not both")
@@ -389,10 +389,6 @@ def _count(name, value):
 
 def _exact(value: float):
     return int(value) if float(value).is_integer() else float(value)
-
-
-def _dims(**dims) -> list[int]:
-    return [_validate.integer(name, v, low=1) for name, v in dims.items()]
 
 
 def _pair(name, value, *, low=1) -> tuple[int, int]:

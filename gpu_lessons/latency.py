@@ -78,15 +78,6 @@ def _params(alu_per_load, ilp, latency):
     return a, j, L
 
 
-def _warps_array(warps):
-    w = np.asarray(warps)
-    if w.dtype == bool or w.dtype.kind not in "iuf" or w.size == 0:
-        raise TypeError(f"warps must be a positive number or an array of them, got {warps!r}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError(f"warps must be >= 0 and finite, got {warps!r}")
-    return w.astype(float)
-
-
 def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
                policy: str = "gto"):
     """Closed form: instructions per cycle of one scheduler with ``warps`` warps.
@@ -108,7 +99,7 @@ def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
     """
     a, j, L = _params(alu_per_load, ilp, latency)
     _validate.choice("policy", policy, POLICIES)
-    w = _warps_array(warps)
+    w = _validate.real_array("warps", warps, low=0.0, nonempty=True)
     per_iter = j * (a + 1)
     if policy == "gto":
         r = np.minimum(1.0, w * per_iter / (per_iter - 1 + L))

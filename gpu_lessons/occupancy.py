@@ -433,22 +433,11 @@ def blocks_per_sm(cc=None, *, gpu=None, threads_per_block, registers_per_thread,
     once; ``carveout`` is one value for all of them.  Returns an integer array.
     """
     spec, pct = _common(cc, gpu, carveout, opt_in)
-    threads = _int_array("threads_per_block", threads_per_block, 1, spec.max_threads_per_block)
-    regs = _int_array("registers_per_thread", registers_per_thread, 0, None)
-    smem = _int_array("shared_mem_per_block", shared_mem_per_block, 0, None)
+    threads = _validate.int_array("threads_per_block", threads_per_block, low=1,
+                                  high=spec.max_threads_per_block)
+    regs = _validate.int_array("registers_per_thread", registers_per_thread, low=0)
+    smem = _validate.int_array("shared_mem_per_block", shared_mem_per_block, low=0)
     return _compute(spec, threads, regs, smem, pct, opt_in)["blocks"]
-
-
-def _int_array(name: str, value, low: int, high: int | None) -> np.ndarray:
-    a = np.asarray(value)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integers, got dtype {a.dtype} ({value!r:.60})")
-    a = a.astype(np.int64)
-    if a.size and a.min() < low:
-        raise ValueError(f"{name} must be >= {low}, got {a.min()}")
-    if a.size and high is not None and a.max() > high:
-        raise ValueError(f"{name} must be <= {high}, got {a.max()} (allowed: {low} to {high})")
-    return a
 
 
 # -- curves like NVIDIA's occupancy calculator -------------------------------------------------

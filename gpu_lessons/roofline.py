@@ -54,8 +54,6 @@ COMPUTE_LABELS = {
 #: (L2 bytes per clock × boost clock, where the catalog has both).
 MEMORIES = ("dram", "l2")
 
-BOUNDS = ("memory-bound", "compute-bound")
-
 #: How a roof's value reads: FLOP/s for a compute roof, bytes/s for a memory roof.
 _RATE = {"compute": flop_rate, "memory": _bandwidth}
 
@@ -453,16 +451,7 @@ def _intensity(value):
 
 
 def _intensity_array(value) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iuf" or arr.size == 0:
-        raise TypeError(f"intensity must be a number or a non-empty array of numbers "
-                        f"(FLOP/byte), got {value!r}")
-    arr = arr.astype(float)
-    bad = np.isnan(arr) | (arr < 0)
-    if bad.any():
-        raise ValueError(f"intensity must be >= 0 FLOP/byte everywhere, got "
-                         f"{arr[bad].flat[0]!r} at index {int(np.flatnonzero(bad)[0])}")
-    return arr
+    return _validate.real_array("intensity (FLOP/byte)", value, low=0.0, nonempty=True)
 
 
 def _work(flops, nbytes) -> tuple[float, float]:

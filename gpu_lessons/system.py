@@ -388,7 +388,6 @@ HOST_COPY_BANDWIDTH: dict[tuple[str, str], tuple[float, str]] = {
 #: one driver call plus a completion wait, like a launch followed by a sync (about 11 µs on the
 #: H200, see LAUNCH_FIGURES).  Pass ``latency_us=`` with your own small-copy timing.
 COPY_LATENCY_US = 10.0
-COPY_LATENCY_SOURCE = "estimate: one driver call + completion wait ≈ launch + sync on an H200"
 
 
 @dataclass(frozen=True, repr=False)
@@ -613,21 +612,12 @@ class StepRun:
 
 
 def _times(name, value, n):
-    try:
-        a = np.asarray(value)
-    except ValueError:          # ragged nesting
-        a = np.asarray([], dtype=object)
-    if a.dtype == bool or a.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
-    a = a.astype(float)
-    if a.ndim > 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    """A per-layer quantity: one number for every layer, or one per layer (``n`` of them)."""
+    a = _validate.real_array(name, value, low=0.0, max_ndim=1)
     if a.ndim == 1 and a.size == 0:
         raise ValueError(f"{name} is empty: there must be at least one layer")
     if a.ndim == 1 and n is not None and a.size != n:
         raise ValueError(f"{name} has {a.size} entries but there are {n} layers")
-    if not np.all(np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return a
 
 

@@ -94,7 +94,7 @@ def matrix_traversal(rows, cols, element_bytes=4, order="row", *, base=0) -> Tra
     jumps ``cols x element_bytes`` bytes between accesses, so each new line is used for one
     element before the walk comes back ``rows`` accesses later.
     """
-    rows, cols = _dims(rows=rows, cols=cols)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols)
     e, base = _elem(element_bytes), _base(base)
     order = _validate.choice("order", order, ("row", "column"))
     _check_size(rows * cols)
@@ -160,7 +160,7 @@ def transpose(rows, cols=None, element_bytes=4, tile=None, *, src_base=0,
     one element per line per visit.  Tiled: the same loop over ``tile x tile`` blocks, so the
     lines of a block of B are reused while they are still cached.  Edge tiles are clipped.
     """
-    rows, cols = _dims(rows=rows, cols=cols if cols is not None else rows)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols if cols is not None else rows)
     e = _elem(element_bytes)
     src_base = _base(src_base, "src_base")
     dst_base = _after(src_base, rows * cols * e) if dst_base is None else _base(dst_base,
@@ -205,7 +205,7 @@ def stencil_2d(rows, cols, radius=1, element_bytes=4, *, src_base=0, dst_base=No
     The rows above and below are ``cols x element_bytes`` bytes away: whether they are still
     cached decides the hit rate.
     """
-    rows, cols = _dims(rows=rows, cols=cols)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols)
     r = _validate.integer("radius", radius, low=0)
     if rows <= 2 * r or cols <= 2 * r:
         raise ValueError(f"rows and cols must be > 2 x radius = {2 * r}, got {rows}×{cols}")
@@ -394,10 +394,6 @@ def hit_rate_vs_line_size(trace, size_bytes, ways, line_sizes=(16, 32, 64, 128, 
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _dims(**kw):
-    return tuple(_validate.integer(k, v, low=1) for k, v in kw.items())
-
-
 def _elem(value, name="element_bytes") -> int:
     return _validate.integer(name, value, low=1, high=4096)
 

@@ -24,7 +24,6 @@ machine has free.
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,8 +291,3 @@ def cache_staircase(sizes=None, *, budget_s: float = 2.0, progress: bool = True)
             bar.update(1, binary_bytes(16 * n))
     return Staircase(cpu_label(), tuple(16 * max(s // 16, 1) for s in sizes), tuple(out),
                      cache_sizes())
-
-
-def machine_summary() -> str:
-    """One line naming this machine: CPU, cores, OS."""
-    return f"{cpu_label()}, {os.cpu_count()} logical cores, {platform.system()} {platform.machine()}"

@@ -44,26 +44,12 @@ MiB, GiB = 2**20, 2**30
 
 # -- is there a GPU? -------------------------------------------------------------------------
 
-_SHORT_REASONS = (
-    ("CuPy is not installed", "CuPy not installed"),
-    ("CuPy failed to import", "CuPy failed to import"),
-    ("CuPy found no CUDA device", "CuPy found no CUDA device"),
-    ("CuPy could not reach a CUDA device", "no CUDA driver or device"),
-    ("GPU_LESSONS_NO_GPU is set", "GPU_LESSONS_NO_GPU is set"),
-)
-
-
 def gpu_status() -> tuple[bool, str]:
     """``(True, "")`` when CuPy can use a CUDA device, else ``(False, short reason)``."""
     from ..env import detect_gpu
 
-    info, reason = detect_gpu()
-    if info is not None:
-        return True, ""
-    for prefix, short in _SHORT_REASONS:
-        if reason.startswith(prefix):
-            return False, short
-    return False, reason.split(":")[0][:80] or "unknown reason"
+    info, why = detect_gpu()
+    return (True, "") if info is not None else (False, why.short)
 
 
 def gpu_available() -> bool:

@@ -209,14 +209,6 @@ class KernelTiming:
         return html_table(self.name, ("quantity", "value"), rows)
 
 
-def _dims(name, value) -> tuple[int, ...]:
-    if isinstance(value, int | np.integer):
-        value = (int(value),)
-    if not isinstance(value, tuple | list) or not 1 <= len(value) <= 3:
-        raise TypeError(f"{name} must be an int or a tuple of 1-3 ints, got {value!r}")
-    return tuple(_validate.integer(f"{name}[i]", v, low=1, high=2**31 - 1) for v in value)
-
-
 def time_kernel(source: str, name: str, *, grid, block, args: Sequence = (),
                 shared_mem: int = 0, options: Sequence[str] = (), warmup: int = 2,
                 repeats: int = 20, budget_s: float = 2.0) -> KernelTiming:
@@ -228,7 +220,8 @@ def time_kernel(source: str, name: str, *, grid, block, args: Sequence = (),
     if not isinstance(source, str) or not isinstance(name, str) or not name:
         raise TypeError(f"source and name must be strings (CUDA C source and a kernel name), "
                         f"got name={name!r}")
-    grid, block = _dims("grid", grid), _dims("block", block)
+    grid = _validate.launch_dims("grid", grid)
+    block = _validate.launch_dims("block", block, high=1024)
     threads = math.prod(block)
     if threads > 1024:
         raise ValueError(f"block={block}: {threads} threads per block, the limit is 1024")

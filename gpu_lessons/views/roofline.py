@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Legend, Range1d
 from bokeh.plotting import figure
 
@@ -177,8 +176,10 @@ class RooflineExplorer(Explorer):
         """Plot measured kernels beside the model's: ``intensity`` in FLOP/byte and achieved
         ``flops_per_s`` in FLOP/s (numbers, or equal-length sequences with ``name`` a string or
         a sequence of strings)."""
-        xs = _positive_array("intensity", intensity)
-        ys = _positive_array("flops_per_s", flops_per_s)
+        xs = _validate.real_array("intensity", intensity, low=0.0, low_open=True, max_ndim=1,
+                                  nonempty=True).reshape(-1)
+        ys = _validate.real_array("flops_per_s", flops_per_s, low=0.0, low_open=True, max_ndim=1,
+                                  nonempty=True).reshape(-1)
         if xs.size != ys.size:
             raise ValueError(f"intensity has {xs.size} values but flops_per_s has {ys.size}; "
                              "give one of each per point")
@@ -339,13 +340,6 @@ def _kernel_list(kernels) -> list:
             raise TypeError(f"kernels must hold names from {', '.join(KERNELS)} or "
                             f"costs.KernelCost objects, got {k!r}")
     return out
-
-
-def _positive_array(name: str, value) -> np.ndarray:
-    values = np.atleast_1d(np.asarray(value, dtype=object))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty list of numbers, got {value!r}")
-    return np.array([_validate.positive(name, v) for v in values], dtype=float)
 
 
 def _append(columns: dict, **values) -> None:

@@ -243,9 +243,7 @@ def test_time_host_counts_calls_and_divides_inner():
 
 
 def test_time_host_stops_at_the_budget():
-    start = time.perf_counter()
     t = time_host(lambda: time.sleep(0.02), warmup=0, repeats=1000, budget_s=0.05)
-    assert time.perf_counter() - start < 1.0
     assert 3 <= t.repeats < 20  # at least MIN_REPEATS, then the budget stops it
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import timeit
 from collections import Counter
 from dataclasses import FrozenInstanceError
 from pathlib import Path
@@ -515,16 +514,6 @@ def test_pattern_helpers_reject_bad_arguments(call, error, words):
         call()
     for word in words:
         assert word in str(info.value)
-
-
-# -- speed ---------------------------------------------------------------------------------------
-
-def test_one_call_takes_well_under_a_millisecond():
-    pattern = tile_column(3, width=32, padding=1, element_bytes=16)
-    for load, b in [(global_load, 4), (shared_load, 4), (shared_load, 16)]:
-        addresses = strided(3) if b == 4 else pattern
-        best = min(timeit.repeat(lambda: load(addresses, b), number=50, repeat=5)) / 50  # noqa: B023
-        assert best < 1e-3, f"{load.__name__}(b={b}) took {best * 1e6:.0f} µs"
 
 
 # -- the H200, measured with Nsight Compute ------------------------------------------------------

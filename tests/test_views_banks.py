@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import memory
-from gpu_lessons.views import EXPLORERS, load
 from gpu_lessons.views._base import PALETTE
 from gpu_lessons.views.banks import (
     ELEMENT_SIZES,
@@ -228,20 +227,6 @@ def test_model_refusal_shows_as_warning(ex):
 def test_bad_factory_arguments(kwargs, error, names):
     with pytest.raises(error, match=names):
         bank_explorer(**kwargs)
-
-
-def test_registered():
-    assert EXPLORERS["banks"].endswith(":bank_explorer")
-    assert isinstance(load("banks")(), BankExplorer)
-
-
-def test_update_is_fast():
-    ex = bank_explorer()
-    times = []
-    for _ in range(3):
-        ex.update()
-        times.append(ex.last_update_ms)
-    assert min(times) < 250  # typically 2-5 ms on a 2-core machine
 
 
 @settings(max_examples=25)

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import memory
-from gpu_lessons.views import EXPLORERS, load
 from gpu_lessons.views._base import PALETTE
 from gpu_lessons.views.coalescing import (
     PATTERNS,
@@ -248,20 +247,6 @@ def test_model_refusals_show_as_warning(ex, settings, says):
 def test_bad_factory_arguments(kwargs, error, names):
     with pytest.raises(error, match=names):
         coalescing_explorer(**kwargs)
-
-
-def test_registered():
-    assert EXPLORERS["coalescing"].endswith(":coalescing_explorer")
-    assert isinstance(load("coalescing")(), CoalescingExplorer)
-
-
-def test_update_is_fast():
-    ex = coalescing_explorer()
-    times = []
-    for _ in range(3):
-        ex.update()
-        times.append(ex.last_update_ms)
-    assert min(times) < 250  # typically 3-5 ms on a 2-core machine
 
 
 @settings(max_examples=25)

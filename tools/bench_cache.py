@@ -13,7 +13,9 @@ kernels (or loads them from numba's cache); it is not timed.
 The cases cover every path of ``cache._simulate``: loads only (hits and fills), stores into
 a write-back cache (dirty bits, write-backs on eviction), stores into a write-through cache
 with and without write-allocate (the store-forwarding path: every store's bytes go to the
-next level), random replacement, and a hierarchy (the emitting path).
+next level), random replacement, and a hierarchy (the emitting path).  The last case replays a
+million random loads through pycachesim (the independent C simulator the tests check the
+counts against, a test dependency) and through this one, LRU, same geometry.
 """
 
 from __future__ import annotations
@@ -63,6 +65,25 @@ def _cases(tr) -> dict:
     }
 
 
+def _pycachesim_case():
+    """A million random loads: pycachesim (C) against this simulator, or None without it."""
+    try:
+        import cachesim
+    except ImportError:
+        return None
+    addrs = np.random.default_rng(0).integers(0, 1 << 22, 1_000_000)
+    as_list = addrs.tolist()
+
+    def reference():
+        mem = cachesim.MainMemory()
+        l1 = cachesim.Cache("L1", SIZE // (LINE * WAYS), WAYS, LINE, "LRU")
+        mem.load_to(l1)
+        mem.store_from(l1)
+        cachesim.CacheSimulator(l1, mem).loadstore([(as_list, None)])
+
+    return reference, lambda: Cache(SIZE, LINE, WAYS).run(addrs)
+
+
 def _accesses(stats) -> int:
     levels = getattr(stats, "levels", (stats,))
     return sum(s.accesses for s in levels)
@@ -70,14 +91,7 @@ def _accesses(stats) -> int:
 
 def bench(fn, repeat: int) -> tuple[int, float, float]:
     """(sector accesses, best wall time, best CPU time) over ``repeat`` runs after a warm-up."""
-    n = _accesses(fn())  # compiles or loads the kernels
-    best = best_cpu = float("inf")
-    for _ in range(repeat):
-        start, cpu = time.perf_counter(), time.process_time()
-        fn()
-        best = min(best, time.perf_counter() - start)
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-    return n, best, best_cpu
+    return (_accesses(fn()), *bench_plain(fn, repeat))
 
 
 def table(repeat: int) -> str:
@@ -92,7 +106,28 @@ def table(repeat: int) -> str:
         n, wall, cpu = bench(fn, repeat)
         lines.append(f"| {name} | {n:,} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | "
                      f"{n / cpu / 1e6:.1f} |")
+    pair = _pycachesim_case()
+    if pair is not None:
+        reference, ours = pair
+        ref_wall, ref_cpu = bench_plain(reference, repeat)
+        wall, cpu = bench_plain(ours, repeat)
+        lines += ["", "| 1,000,000 random loads, LRU | best run (ms) | CPU time (ms) |",
+                  "|---|---|---|",
+                  f"| pycachesim | {ref_wall * 1e3:.1f} | {ref_cpu * 1e3:.1f} |",
+                  f"| gpu_lessons.cache | {wall * 1e3:.1f} | {cpu * 1e3:.1f} |"]
     return "\n".join(lines)
+
+
+def bench_plain(fn, repeat: int) -> tuple[float, float]:
+    """(best wall time, best CPU time) of ``fn`` over ``repeat`` runs after a warm-up."""
+    fn()
+    best = best_cpu = float("inf")
+    for _ in range(repeat):
+        start, cpu = time.perf_counter(), time.process_time()
+        fn()
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    return best, best_cpu
 
 
 def main() -> None:

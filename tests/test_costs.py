@@ -265,7 +265,7 @@ def test_torch_reference_file_says_where_it_came_from():
     assert len(TORCH["conv2d"]) >= 10
 
 
-def test_conv2d_seed_hand_case():
+def test_conv2d_macs_no_input_hand_case():
     # X=5, K=3, no padding, stride 1 → M = (5 − 3 + 0)/1 + 1 = 3; Cin = 2, Cout = 4
     # seed "FLOPs" = M²·K²·Cin·Cout = 9·9·2·4 = 648 (really multiply-adds)
     # seed bytes = (K²·Cin·Cout + M²·Cout)·4 = (72 + 36)·4 = 432

@@ -117,3 +117,23 @@ def test_bad_formula_inputs():
         compute_peak(10, -1.0, 2)
     with pytest.raises(TypeError, match="units must be an integer"):
         compute_peak("many", 1e9, 2)
+
+
+def test_v100_memory_comes_from_the_datasheet():
+    # The V100 whitepaper's Table 1 lists 16 GB; the 32 GB model came later (V100 datasheet).
+    v100 = gpu("v100")
+    assert v100.memory_gb == 32
+    assert "datasheet" in v100.sources["memory_gb"]
+    assert "16 GB" in v100.sources["memory_gb"]          # the record says why not Table 1
+
+
+def test_h100_pcie_keeps_the_published_bandwidth_and_no_unpublished_clock():
+    # Whitepaper v1.04 Table 3: 2,000 GB/s over a 5120-bit bus.  A 1,593 MHz memory clock would
+    # give 5120 / 8 * 2 * 1593e6 = 2.039e12 B/s, which no NVIDIA document gives, so the catalog
+    # holds no clock for this card rather than one that contradicts its bandwidth.
+    pcie = gpu("h100 pcie")
+    assert pcie.bandwidth == pytest.approx(2000e9)
+    assert pcie.bus_width_bits == 5120
+    assert pcie.memory_clock_mhz is None and pcie.memory_data_rate_gbps is None
+    assert pcie.beta_from_bus() is None
+    assert memory_bandwidth(5120, 2 * 1593e6) == pytest.approx(2.039e12, rel=1e-3)

@@ -1,0 +1,91 @@
+"""The times the course states come from the recorded walk-through (docs/measured/walkthrough.md,
+made by tools/walkthrough.py): each lesson's header and the README's notebook table say what the
+table says, the table's arithmetic holds, and it was made from the lessons as they are now."""
+
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "docs" / "measured" / "walkthrough.md"
+
+
+def _tool(name):
+    sys.path.insert(0, str(ROOT / "tools"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module          # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+WALK = _tool("walkthrough")
+WORDS = _tool("word_count")
+
+
+def _rows():
+    rows = {}
+    for line in RECORD.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| ((?:notebooks|exercises)/\S+) \| (.+) \|$", line)
+        if m:
+            cells = [c.strip() for c in m.group(2).split("|")]
+            words, reading, cells_n, run_s, pred, expl, quest, doing, total, stated = cells
+            rows[m.group(1)] = dict(
+                words=int(words.replace(",", "")), reading=float(reading), cells=int(cells_n),
+                run_s=float(run_s), predictions=int(pred), explorers=int(expl),
+                questions=int(quest), doing=float(doing), total=float(total),
+                stated=int(stated.split()[0]))
+    return rows
+
+
+ROWS = _rows()
+LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_every_lesson_and_exercise_set_was_walked():
+    names = {f"notebooks/{p.stem}" for p in LESSONS}
+    names |= {f"exercises/{p.stem}" for p in (ROOT / "exercises").glob("*.ipynb")}
+    assert names == set(ROWS)
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_the_arithmetic_of_each_row(name):
+    r = ROWS[name]
+    assert r["reading"] == pytest.approx(r["words"] / WALK.READING_WPM, abs=0.05)
+    doing = (r["cells"] * WALK.CELL_MIN + r["predictions"] * WALK.PREDICTION_MIN
+             + r["explorers"] * WALK.EXPLORER_MIN + r["questions"] * WALK.QUESTION_MIN)
+    assert r["doing"] == pytest.approx(doing, abs=0.05)
+    assert r["total"] == pytest.approx(r["words"] / WALK.READING_WPM + r["run_s"] / 60 + doing,
+                                       abs=0.1)
+    assert r["stated"] == max(WALK.ROUND_MIN,
+                              WALK.ROUND_MIN * math.ceil(r["total"] / WALK.ROUND_MIN - 1e-9))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_the_lesson_header_states_the_walked_time(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    header = "".join(nb["cells"][0]["source"])
+    stated = ROWS[f"notebooks/{path.stem}"]["stated"]
+    assert f"**Time:** about {stated} minutes." in header
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_the_walk_was_made_from_the_lessons_as_they_are(path):
+    """A lesson whose prose changed by more than 15 % since the walk needs a new walk."""
+    recorded = ROWS[f"notebooks/{path.stem}"]["words"]
+    assert WORDS.notebook_words(path).visible == pytest.approx(recorded, rel=0.15)
+
+
+def test_the_readme_table_states_the_walked_times():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in LESSONS:
+        lesson = ROWS[f"notebooks/{path.stem}"]["stated"]
+        ex = ROWS.get(f"exercises/{path.stem}")
+        cell = f"{lesson} min" + (f" + {ex['stated']} min" if ex else "")
+        row = next(line for line in readme.splitlines() if f"| `{path.stem}` |" in line)
+        assert row.rstrip().endswith(f"| {cell} |"), row

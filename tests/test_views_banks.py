@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from explorers import set_controls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,12 +60,7 @@ def ex() -> BankExplorer:
     return bank_explorer()
 
 
-def _set(ex, **values):
-    for key in ("pattern", "element_bytes"):
-        if key in values:
-            ex.controls[key].value = values.pop(key)
-    for key, v in values.items():
-        ex.controls[key].value = v
+_set = set_controls
 
 
 def _reset(ex):

@@ -20,12 +20,13 @@ counts against, a test dependency) and through this one, LRU, same geometry.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
+import benchkit
 import numba
 import numpy as np
+from benchkit import best_of
 
 from gpu_lessons.cache import Cache, Hierarchy
 
@@ -91,7 +92,7 @@ def _accesses(stats) -> int:
 
 def bench(fn, repeat: int) -> tuple[int, float, float]:
     """(sector accesses, best wall time, best CPU time) over ``repeat`` runs after a warm-up."""
-    return (_accesses(fn()), *bench_plain(fn, repeat))
+    return (_accesses(fn()), *best_of(fn, repeat))
 
 
 def table(repeat: int) -> str:
@@ -109,8 +110,8 @@ def table(repeat: int) -> str:
     pair = _pycachesim_case()
     if pair is not None:
         reference, ours = pair
-        ref_wall, ref_cpu = bench_plain(reference, repeat)
-        wall, cpu = bench_plain(ours, repeat)
+        ref_wall, ref_cpu = best_of(reference, repeat)
+        wall, cpu = best_of(ours, repeat)
         lines += ["", "| 1,000,000 random loads, LRU | best run (ms) | CPU time (ms) |",
                   "|---|---|---|",
                   f"| pycachesim | {ref_wall * 1e3:.1f} | {ref_cpu * 1e3:.1f} |",
@@ -118,24 +119,5 @@ def table(repeat: int) -> str:
     return "\n".join(lines)
 
 
-def bench_plain(fn, repeat: int) -> tuple[float, float]:
-    """(best wall time, best CPU time) of ``fn`` over ``repeat`` runs after a warm-up."""
-    fn()
-    best = best_cpu = float("inf")
-    for _ in range(repeat):
-        start, cpu = time.perf_counter(), time.process_time()
-        fn()
-        best = min(best, time.perf_counter() - start)
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-    return best, best_cpu
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=7, help="runs per case (best kept)")
-    print(table(parser.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    benchkit.main(__doc__, table)

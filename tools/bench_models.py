@@ -13,11 +13,12 @@ millisecond); the tests check what the models compute, this table how fast.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
+import benchkit
 import numpy as np
+from benchkit import best_of
 
 from gpu_lessons import allocator as A
 from gpu_lessons import latency as L
@@ -76,18 +77,6 @@ def _cases() -> list[tuple[str, float, object]]:
     ]
 
 
-def bench(fn, repeat: int) -> tuple[float, float]:
-    """(best wall time, best CPU time) in seconds over ``repeat`` runs after a warm-up."""
-    fn()
-    best = best_cpu = float("inf")
-    for _ in range(repeat):
-        start, cpu = time.perf_counter(), time.process_time()
-        fn()
-        best = min(best, time.perf_counter() - start)
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-    return best, best_cpu
-
-
 def table(repeat: int) -> str:
     lines = [f"Model call times on {platform.node() or 'this machine'} "
              f"({platform.processor() or platform.machine()}, Python "
@@ -96,18 +85,11 @@ def table(repeat: int) -> str:
              "| case | budget (ms) | best run (ms) | CPU time (ms) | within budget |",
              "|---|---|---|---|---|"]
     for name, budget, fn in _cases():
-        wall, cpu = bench(fn, repeat)
+        wall, cpu = best_of(fn, repeat)
         ok = "yes" if cpu * 1e3 < budget else "**no**"
         lines.append(f"| {name} | {budget:g} | {wall * 1e3:.3f} | {cpu * 1e3:.3f} | {ok} |")
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=7, help="runs per case (best kept)")
-    print(table(parser.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    benchkit.main(__doc__, table)

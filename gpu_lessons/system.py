@@ -502,7 +502,34 @@ def allreduce_time(nbytes: float, gpus: int, link_bandwidth, *, latency_us: floa
     bw = _link(link_bandwidth)
     alpha = _nonneg("latency_us", latency_us) * 1e-6
     p = _validate.integer("gpus", gpus, low=1, high=1_000_000)
-    return 2 * (p - 1) * alpha + ring_allreduce_bytes(nbytes, p) / bw
+    return _ring_seconds(_nonneg("nbytes", nbytes), p, bw, alpha)
+
+
+def _ring_seconds(nbytes: float, p: int, bw: float, alpha_s: float) -> float:
+    """:func:`allreduce_time`'s formula on arguments already checked (a step's buckets call
+    it many times, and checking the same numbers again would cost more than the formula)."""
+    return 2 * (p - 1) * alpha_s + 2 * (p - 1) / p * nbytes / bw
+
+
+def gradient_buckets(grad_bytes, bucket_bytes: float | None = None) -> list[list[int]]:
+    """Layers grouped into all-reduce buckets, DDP's way: walk the layers in backward order (last
+    layer first) and close a bucket once it holds at least ``bucket_bytes`` (``None``: one bucket
+    per layer).  ``grad_bytes``: bytes of gradients per layer, first layer first.
+
+    >>> gradient_buckets([4, 4, 4, 4, 4], 8)     # layers 4 and 3 make 8 bytes: closed
+    [[4, 3], [2, 1], [0]]
+    """
+    grads = [float(g) for g in _times("grad_bytes", grad_bytes, None).reshape(-1)]
+    cap = None if bucket_bytes is None else _validate.positive("bucket_bytes", bucket_bytes)
+    groups: list[list[int]] = []
+    acc = 0.0
+    for layer in range(len(grads) - 1, -1, -1):
+        if not groups or cap is None or acc >= cap:
+            groups.append([])
+            acc = 0.0
+        groups[-1].append(layer)
+        acc += grads[layer]
+    return groups
 
 
 @dataclass(frozen=True)
@@ -656,17 +683,9 @@ def training_step(forward_ms, backward_ms=None, grad_bytes=0.0, *, gpus: int,
     alpha = _nonneg("latency_us", latency_us)
     cap = None if bucket_bytes is None else _validate.positive("bucket_bytes", bucket_bytes)
 
-    # buckets in backward order
-    groups: list[list[int]] = []
-    acc = 0.0
-    for layer in range(n - 1, -1, -1):
-        if not groups or cap is None or acc >= cap:
-            groups.append([])
-            acc = 0.0
-        groups[-1].append(layer)
-        acc += grads[layer]
+    groups = gradient_buckets(grads, cap)
     last_of = {g[-1]: i for i, g in enumerate(groups)}
-    durations = [allreduce_time(sum(grads[i] for i in g), p, bw, latency_us=alpha) * 1e3
+    durations = [_ring_seconds(sum(grads[i] for i in g), p, bw, alpha * 1e-6) * 1e3
                  for g in groups]
 
     seg: list[Segment] = []

@@ -12,6 +12,15 @@ returns ``None``, and the lesson carries on with the model's prediction::
     on_gpu(gpu_bandwidth, "copy")
 
 CuPy is imported lazily: importing this package never needs it.
+
+Cells that need several GPUs (communication between them) use PyTorch with NCCL instead, also
+imported lazily, through :func:`on_gpus` (:mod:`.multigpu`); with fewer GPUs they print
+"Needs 2 GPUs, found 1 — skipped; …".  :mod:`.overlap` measures communication/computation
+overlap that way::
+
+    from gpu_lessons.measure import on_gpus
+    from gpu_lessons.measure.overlap import measure_overlap
+    measured = on_gpus(2, measure_overlap)
 """
 
 from .cpu import (
@@ -24,6 +33,7 @@ from .cpu import (
     cpu_roofline,
 )
 from .gpu import (
+    GPUS_LINE,
     SKIP_LINE,
     AccessSweep,
     BankSweep,
@@ -53,9 +63,11 @@ from .gpu import (
     strided_sweep,
     time_kernel,
 )
+from .multigpu import on_gpus
 from .timing import Bandwidth, FlopRate, Progress, Timing, time_cuda, time_host
 
 __all__ = [
+    "GPUS_LINE",
     "SKIP_LINE",
     "AccessSweep",
     "Bandwidth",
@@ -89,6 +101,7 @@ __all__ = [
     "launch_latency",
     "offset_sweep",
     "on_gpu",
+    "on_gpus",
     "predicted_traffic",
     "runtime_occupancy",
     "simt_timings",

@@ -45,8 +45,11 @@ from .timing import (
     time_host,
 )
 
-SKIP_LINE = "No CUDA GPU ({why}) — skipped; the rest of this notebook runs without it."
-FAIL_LINE = "GPU measurement failed ({why}) — skipped; the rest of this notebook runs without it."
+SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
+SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
+FAIL_LINE = "GPU measurement failed ({why})" + SKIP_TAIL
+#: A cell that needs several GPUs (``gpu_lessons.measure.multigpu``) on a machine with fewer.
+GPUS_LINE = "Needs {need} GPUs, found {found}" + SKIP_TAIL
 
 _MiB, _GiB = 2**20, 2**30
 

@@ -22,6 +22,7 @@ from bokeh.plotting import figure
 from .. import allocator, system
 from .._format import binary_bytes
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
+from .overlap_measured import MeasuredOverlapPanel
 
 #: Colour and legend entry of each kind of timeline bar (``system.SEGMENT_KINDS``; Okabe–Ito,
 #: grey for waiting).
@@ -215,7 +216,13 @@ class OverlapExplorer(Explorer):
 
     def __init__(self, *, n_layers: int = 12, forward_ms: float = 2.0, grad_mib: float = 64,
                  gpus: int = 8, link: str = "pcie4", overlap: bool = True,
-                 comm_sm_percent: float = 10, bucket_mib: float | None = None):
+                 comm_sm_percent: float | None = None, bucket_mib: float | None = None,
+                 measured=None):
+        # measured points beside the model (a panel of their own, sharing the SM slider)
+        self.measured = None if measured is None else MeasuredOverlapPanel(measured)
+        if comm_sm_percent is None:
+            comm_sm_percent = (10 if self.measured is None else
+                               round(100 * self.measured.measurement.contention.comm_sm_fraction))
         self.bars = ColumnDataSource(dict(lane=[], start=[], end=[], label=[], kind=[],
                                           color=[], legend=[], length=[]))
         self.breakdown = ColumnDataSource(dict(case=[], compute=[], sharing=[], exposed=[]))
@@ -260,7 +267,10 @@ class OverlapExplorer(Explorer):
                                            description="gradient bucket (MiB)", style=STYLE,
                                            layout=LAYOUT),
         }
-        super().__init__(controls, [column(self.gantt_figure, self.breakdown_figure)], notes=(
+        plots = [self.gantt_figure, self.breakdown_figure]
+        if self.measured is not None:
+            plots.append(self.measured.figure)
+        super().__init__(controls, [column(*plots)], notes=(
             "Backward takes twice the forward time. Each bucket's ring all-reduce moves "
             "2(p−1)/p of its bytes per GPU; with overlap it starts when its last layer's "
             "backward is done (as PyTorch DDP does), and while it runs compute gets only "
@@ -298,7 +308,9 @@ class OverlapExplorer(Explorer):
             f"{run.comm_ms:,.2f} ms in all, {run.hidden_comm_ms:,.2f} ms of it "
             f"({run.hidden_fraction:.0%}) hidden behind backward.<br>Overlap off: "
             f"{runs[False].step_ms:,.2f} ms; overlap on: "
-            f"{runs[True].step_ms:,.2f} ms.")
+            f"{runs[True].step_ms:,.2f} ms."
+            + ("" if self.measured is None else
+               "<br>" + self.measured.update(self.controls["comm_sm_percent"].value / 100)))
 
 
 def overlap_explorer(**kwargs) -> OverlapExplorer:
@@ -306,8 +318,12 @@ def overlap_explorer(**kwargs) -> OverlapExplorer:
     exposed communication and a Gantt chart of the compute and communication streams.
 
     Keyword arguments (all optional): ``n_layers``, ``forward_ms``, ``grad_mib``, ``gpus``,
-    ``link`` (a ``system.LINKS`` name), ``overlap``, ``comm_sm_percent``, ``bucket_mib``
-    (``None`` = one all-reduce per layer, or 25/100/400).
+    ``link`` (a ``system.LINKS`` name), ``overlap``, ``comm_sm_percent`` (default 10, or the
+    measured share with ``measured``), ``bucket_mib`` (``None`` = one all-reduce per layer, or
+    25/100/400), ``measured``: a run of :func:`gpu_lessons.measure.overlap.measure_overlap`
+    (or its saved record's path) to plot beside the model — exposed communication against
+    bucket size, the model's line using the run's own compute, gradients and fitted
+    all-reduce (:mod:`gpu_lessons.views.overlap_measured`).
     """
     return OverlapExplorer(**kwargs)
 

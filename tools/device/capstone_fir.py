@@ -156,9 +156,8 @@ def _launch(cp, mod, name, x, y):
         return lambda: kern(((n4 + THREADS - 1) // THREADS,), (THREADS,), (x, y, cp.int64(n4)))
     grid = ((N + THREADS - 1) // THREADS,)
     if name == "fir40_v1":
-        drv = cp.cuda.driver
-        drv.funcSetAttribute(kern.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             V1_PAD_SHARED)
+        # above 48 KiB of dynamic shared memory a kernel must opt in (cudaFuncSetAttribute)
+        kern.max_dynamic_shared_size_bytes = V1_PAD_SHARED
         args = (x, y, cp.int64(N), cp.float32(a), cp.float32(b), cp.float32(c))
         return lambda: kern(grid, (THREADS,), args, shared_mem=V1_PAD_SHARED)
     if name == "fir40_v2":

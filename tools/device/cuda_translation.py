@@ -43,6 +43,11 @@ sys.path.insert(0, str(ROOT))
 TARGET = 0.15   # translated within 15 % of hand-written
 
 
+def _dims(d) -> list[int]:
+    """A launch dimension (an int or a tuple) as a list, for the JSON record."""
+    return [int(v) for v in d] if isinstance(d, (tuple, list)) else [int(d)]
+
+
 def _puzzle_kernels():
     spec = importlib.util.spec_from_file_location("puzzle_kernels",
                                                   ROOT / "solutions" / "puzzle_kernels.py")
@@ -99,7 +104,7 @@ def measure_puzzles(repeats: int) -> list[dict]:
             g = cuda.run_on_gpu(k, grid, block, *big.values(), repeats=repeats)
             spec_ok = all(np.allclose(big[o], expected[o], rtol=p.rtol, atol=p.atol)
                           for o in p.outputs)
-            row.update(gpu_size=p.gpu_size, grid=list(grid), block=list(block),
+            row.update(gpu_size=p.gpu_size, grid=_dims(grid), block=_dims(block),
                        spec_close=spec_ok, rtol=p.rtol, atol=p.atol,
                        timing=g.timing.to_raw(), registers=g.registers_per_thread)
         except Exception as exc:   # record it and go on with the next kernel

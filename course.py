@@ -60,7 +60,8 @@ def ensure_env(extras: str) -> None:
 def start(args: list[str]) -> int:
     ensure_env("")
     say(f"starting JupyterLab on {FIRST_NOTEBOOK} (stop it with Ctrl-C)")
-    # Serve the whole repository (lessons, exercises, solutions) and open notebook 00 in it.
+    # Serve the whole repository and open notebook 00 in it.  (solutions/ is there too, for
+    # self-study after trying; the lessons and exercises do not send learners to it.)
     cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
            f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}", *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:

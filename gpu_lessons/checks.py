@@ -19,19 +19,23 @@ types of :mod:`gpu_lessons.questions.types`.  A question is a :class:`Question` 
 
 * :class:`Number` — a value in stated units, accepted within a relative tolerance;
 * :class:`Choice` — one of a few options ("memory-bound", "compute-bound", a letter);
+* :class:`Design` — a tuple the learner chooses (a block size, a register count, the limit
+  that binds), right when it meets the question's goal: several answers can be right;
 * :class:`Function` — a function the learner writes, called on many seeded random inputs
   (plus fixed edge cases) and compared with the package's own model; the first failing
   input is reported, the expected output never is.
 
 Each kind carries :class:`Mistake` entries: a likely wrong answer (an alternative value, or a
 predicate) and the message that explains it.  The reference answer always comes from the
-package's models, imported inside the question's ``reference`` so chapter modules stay cheap.
+package's models.  Questions with variants (:class:`~gpu_lessons.questions.types.Vary`) are
+checked here with their default parameters, the lesson's own numbers;
+:mod:`gpu_lessons.assignments` binds each student's.
 
 For graders: :func:`evaluate` returns a :class:`CheckResult` without printing or raising;
 :func:`passed` returns a bool (otter-grader test cells); ``check(..., strict=True)`` also
-raises for an unanswered question (nbgrader autograder cells).  ``gpu_lessons.grade``
-reads answers out of a submitted notebook's kernel and judges them with :func:`judge` in its
-own process, so nothing a notebook redefines can change a grade.
+raises for an unanswered question (nbgrader autograder cells).  The grader
+(:mod:`gpu_lessons.grading`) reads answers out of a submitted notebook's kernel and judges
+them with :func:`judge` in its own process, so nothing a notebook redefines can change a grade.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import questions as _questions
-from .questions.types import Choice, Function, Mistake, Number, Question
+from .grading.probe import observe, probe
+from .questions.types import Choice, Design, Function, Mistake, Number, Question, Vary
 from .questions.types import plain as _plain
 
 CORRECT = "correct"
@@ -95,11 +100,12 @@ class CheckResult:
 
 # -- the learner's entry points -------------------------------------------------------------
 
-def check(question_id: str, answer, *, strict: bool = False) -> None:
+def check(question_id: str | Question, answer, *, strict: bool = False) -> None:
     """Check ``answer`` to ``question_id``: print ✓ or "not attempted", raise on a wrong answer.
 
     With ``strict=True`` an unanswered question also raises :class:`CheckFailed` (use that in
-    graded test cells, where "no error" means "full points").
+    graded test cells, where "no error" means "full points").  ``question_id`` may also be a
+    :class:`Question` (a bound variant, or one from a private bank).
     """
     result = evaluate(question_id, answer)
     if result.status == CORRECT or (result.status == NOT_ATTEMPTED and not strict):
@@ -108,14 +114,15 @@ def check(question_id: str, answer, *, strict: bool = False) -> None:
         raise CheckFailed(result.message, result)
 
 
-def passed(question_id: str, answer) -> bool:
+def passed(question_id: str | Question, answer) -> bool:
     """True when ``answer`` is correct; prints nothing, never raises for a wrong answer."""
     return evaluate(question_id, answer).status == CORRECT
 
 
-def evaluate(question_id: str, answer, *, seed: int | str | None = None) -> CheckResult:
+def evaluate(question_id: str | Question, answer, *,
+             seed: int | str | None = None) -> CheckResult:
     """Judge ``answer`` (a value, or the learner's function) without printing or raising."""
-    q = find(question_id)
+    q = question_id if isinstance(question_id, Question) else find(question_id)
     if isinstance(q.answer, Function):
         cases = q.answer.make_cases(q.id, seed)
         if answer is Ellipsis:
@@ -142,87 +149,9 @@ def find(question_id: str) -> Question:
 
 
 # -- turning answers into plain data ---------------------------------------------------------
-# ``observe`` and ``probe`` run both here and, as source text, inside a submission's kernel
-# (gpu_lessons.grade sends them there), so the grader sees an answer exactly as ``check``
-# does.  They must stay self-contained: imports inside, no module-level names.
-
-def observe(value, _depth=0):
-    """Describe ``value`` as JSON-safe data: ``{"kind": ..., "value": ...}``.
-
-    Numbers become plain ``int``/``float`` and strings plain ``str``, so an object with a
-    doctored ``__eq__`` cannot pass for the right answer.
-    """
-    import numbers as _numbers
-
-    if value is Ellipsis:
-        return {"kind": "ellipsis"}
-    if value is None:
-        return {"kind": "none"}
-    shape = getattr(value, "shape", None)
-    if shape == () and hasattr(value, "item"):  # NumPy scalars and 0-d arrays
-        try:
-            return observe(value.item(), _depth)
-        except Exception:
-            pass
-    try:
-        if isinstance(value, bool) or type(value).__name__ == "bool_":
-            return {"kind": "bool", "value": bool(value)}
-        if isinstance(value, _numbers.Integral):
-            return {"kind": "number", "value": int(value)}
-        if isinstance(value, _numbers.Real):
-            return {"kind": "number", "value": float(value)}
-        if isinstance(value, str):
-            return {"kind": "str", "value": str.__str__(value)[:2000]}
-    except Exception:  # a number type whose conversion fails is reported as "other"
-        pass
-    if callable(value) and not isinstance(value, type):
-        return {"kind": "callable", "type": type(value).__name__}
-    items = None
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    elif shape is not None and hasattr(value, "tolist"):
-        try:
-            items = value.tolist()
-        except Exception:
-            items = None
-    if items is not None and _depth < 3 and len(items) <= 10000:
-        return {"kind": "seq", "items": [observe(v, _depth + 1) for v in items]}
-    try:
-        text = repr(value)[:200]
-    except Exception:
-        text = "<unprintable>"
-    return {"kind": "other", "type": type(value).__name__, "repr": text}
-
-
-def probe(function, cases):
-    """Call ``function(**case)`` for each case; return what happened, as plain data.
-
-    Each entry is ``{"ok": observation}``, ``{"raised": name, "message": text}``, or
-    ``{"not_implemented": True}``.  Stops at a ``NotImplementedError`` on the first case (the
-    stub); lets ``KeyboardInterrupt`` through so an interrupt or time limit still works.
-    """
-    import copy as _copy
-
-    outputs = []
-    for i, case in enumerate(cases):
-        try:
-            value = function(**_copy.deepcopy(case))
-        except KeyboardInterrupt:
-            raise
-        except NotImplementedError as exc:
-            if i == 0:
-                outputs.append({"not_implemented": True})
-                break
-            outputs.append({"raised": "NotImplementedError", "message": str(exc)[:300]})
-        except BaseException as exc:
-            try:
-                text = str(exc)[:300]
-            except Exception:
-                text = ""
-            outputs.append({"raised": type(exc).__name__, "message": text})
-        else:
-            outputs.append({"ok": observe(value)})
-    return outputs
+# ``observe`` and ``probe`` live in gpu_lessons.grading.probe, a standard-library-only module
+# that the grader also sends into a submission's kernel as source text, so the grader sees an
+# answer exactly as ``check`` does.
 
 
 # -- judging ---------------------------------------------------------------------------------
@@ -240,6 +169,8 @@ def judge(q: Question, observation: Mapping, cases: Sequence[dict] | None = None
         return _judge_number(q, observation)
     if isinstance(q.answer, Choice):
         return _judge_choice(q, observation)
+    if isinstance(q.answer, Design):
+        return _judge_design(q, observation)
     if cases is None:
         raise ValueError(f"judge({q.id!r}): a function question needs the cases it was run on")
     return _judge_function(q, observation, cases)
@@ -274,13 +205,16 @@ def _judge_number(q: Question, obs: Mapping) -> CheckResult:
     x = obs["value"]
     if not math.isfinite(x):
         return _wrong(q, f"expected a finite number in {spec.units}, got {x!r}.", hint=False)
+    if spec.integer and not float(x).is_integer():
+        return _wrong(q, f"expected a whole number of {spec.units}, got {x!r}.",
+                      "not_integer", hint=False)
     ref = float(spec.reference())
     if _close(x, ref, spec.rtol):
         return _correct(q)
     for m in spec.mistakes:
         if m.value is not None:
             alt = m.value(ref) if callable(m.value) else m.value
-            hit = _close(x, float(alt), spec.rtol)
+            hit = alt is not None and _close(x, float(alt), spec.rtol)
         else:
             hit = bool(m.when(x, ref))
         if hit:
@@ -293,8 +227,15 @@ def _judge_number(q: Question, obs: Mapping) -> CheckResult:
                           f"in {spec.units} (you are a factor of 10{_sup(abs(p))} "
                           f"{'too high' if p > 0 else 'too low'}).", "units")
     side = "too high" if x > ref else "too low"
-    return _wrong(q, f"not within {spec.rtol:.0%} of the expected value ({spec.units}): "
-                  f"your answer is {side}.")
+    return _wrong(q, f"{_off_by(spec)} ({spec.units}): your answer is {side}.")
+
+
+def _off_by(spec: Number) -> str:
+    """How far an unexplained answer is off, without the expected value: "not within 1 % of
+    the expected value"; an exact count (``rtol=0``) is "not the expected count"."""
+    if spec.rtol == 0:
+        return "not the expected count" if spec.integer else "not the expected value"
+    return f"not within {100 * spec.rtol:.3g} % of the expected value"
 
 
 def _judge_choice(q: Question, obs: Mapping) -> CheckResult:
@@ -308,11 +249,51 @@ def _judge_choice(q: Question, obs: Mapping) -> CheckResult:
     if picked == _option(spec.options, spec.reference()):
         return _correct(q)
     for m in spec.mistakes:
-        hit = (_option(spec.options, m.value) == picked if m.value is not None
-               else bool(m.when(picked, spec.reference())))
+        if m.value is not None:
+            wrong = m.value() if callable(m.value) else m.value
+            hit = wrong is not None and _option(spec.options, wrong) == picked
+        else:
+            hit = bool(m.when(picked, spec.reference()))
         if hit:
             return _wrong(q, m.message, m.key)
     return _wrong(q, f"{picked!r} is not the right answer.")
+
+
+def _judge_design(q: Question, obs: Mapping) -> CheckResult:
+    spec: Design = q.answer
+    design = read_design(spec, obs)
+    if isinstance(design, str):
+        return _wrong(q, design, hint=False)
+    problem = spec.verify(design)
+    if problem is None:
+        return _correct(q)
+    key, detail = problem
+    m = next((m for m in spec.mistakes if m.key == key), None)
+    text = " ".join(t for t in ((m.message if m else ""), detail) if t)
+    return _wrong(q, text or "this design does not meet the goal.", key)
+
+
+def read_design(spec: Design, obs: Mapping) -> dict | str:
+    """The learner's design as ``{field: value}``, or a message saying what is wrong with its
+    form (not a tuple of the right length, a count that is not whole, an unknown option)."""
+    shape = f"a tuple ({', '.join(spec.names)})"
+    items = obs.get("items") if obs.get("kind") == "seq" else None
+    if items is None or len(items) != len(spec.fields):
+        return f"expected {shape}, got {_describe(obs)}."
+    design = {}
+    for (name, kind), item in zip(spec.fields, items, strict=True):
+        if kind == "int":
+            if item.get("kind") != "number" or not math.isfinite(item["value"]) \
+                    or not float(item["value"]).is_integer():
+                return f"{name} must be a whole number, got {_describe(item)}."
+            design[name] = int(item["value"])
+        else:
+            picked = _option(kind, item["value"]) if item.get("kind") == "str" else None
+            if picked is None:
+                shown = ", ".join(repr(o) for o in kind)
+                return f"{name} must be one of {shown}, got {_describe(item)}."
+            design[name] = picked
+    return design
 
 
 def _judge_function(q: Question, obs: Mapping, cases: Sequence[dict]) -> CheckResult:
@@ -467,8 +448,9 @@ def _sup(n: int) -> str:
 
 __all__ = [
     "CORRECT", "NOT_ATTEMPTED", "WRONG",
-    "CheckFailed", "CheckResult", "Choice", "Function", "Mistake", "Number", "Question",
+    "CheckFailed", "CheckResult", "Choice", "Design", "Function", "Mistake", "Number",
+    "Question", "Vary",
     "check", "evaluate", "expected_ids", "find", "judge", "observe", "passed", "probe",
-    "questions",
+    "questions", "read_design",
 ]
 

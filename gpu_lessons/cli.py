@@ -1,9 +1,10 @@
-"""The ``gpu-lessons`` command."""
+"""The ``gpu-lessons`` command.  Every subcommand's arguments are parsed here."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -11,10 +12,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="print the environment report (Python, packages, CPU, GPU)")
     sub.add_parser("gpus", help="list the GPU catalog")
-    from .grade import add_arguments
-
-    add_arguments(sub.add_parser("grade", help="grade a folder of submitted exercise notebooks "
-                                 "(CSV + JSON)"))
+    _grade_arguments(sub.add_parser("grade", help="grade a folder of submitted exercise "
+                                    "notebooks, each in its own sandbox (CSV + JSON)"))
+    _release_arguments(sub.add_parser(
+        "release", help="write each student's exercise notebooks, with their own numbers "
+                        "(per-student variants) and form-only checks"))
     args = parser.parse_args(argv)
     if args.command == "env":
         from .env import report
@@ -28,11 +30,201 @@ def main(argv: list[str] | None = None) -> int:
                   f"FP32 {g.peak_tflops['fp32']:>5.1f} TFLOP/s  "
                   f"FP16 tensor {g.peak_tflops.get('fp16', float('nan')):>7.1f} TFLOP/s (dense)")
     elif args.command == "grade":
-        from .grade import run
+        return _grade(args)
+    elif args.command == "release":
+        return _release(args)
+    return 0
 
-        return run(args)
+
+# -- gpu-lessons grade -----------------------------------------------------------------------
+
+def _grade_arguments(parser) -> None:
+    from .grading.submissions import DEFAULT_ID_PATTERN
+
+    parser.add_argument("submissions", help="folder of submitted .ipynb files (searched "
+                        "recursively), or one notebook")
+    parser.add_argument("--chapter", help="chapter whose questions to grade, e.g. 5 or 05 "
+                        "(default: from the notebooks' metadata)")
+    parser.add_argument("--out", default="grades.csv",
+                        help="CSV to write once grading is done; the JSON goes beside it "
+                             "(default: grades.csv)")
+    parser.add_argument("--feedback", metavar="DIR", default=None,
+                        help="also write one Markdown feedback file per student into DIR")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="notebooks graded at once (default: CPU cores)")
+    parser.add_argument("--cell-timeout", type=float, default=60,
+                        help="seconds a cell may run before it is interrupted (default: 60)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds a notebook may run before its sandbox is killed "
+                             "(default: 600)")
+    parser.add_argument("--seed", default="0",
+                        help="seed for the inputs function answers are tried on (default: 0)")
+    parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
+                        help="regex on the path under SUBMISSIONS; its first non-empty group "
+                             "is the student id")
+    puzzles = parser.add_mutually_exclusive_group()
+    puzzles.add_argument("--puzzle", action="append", default=[], metavar="ID[=NAME][:POINTS]",
+                         help="grade these kernel puzzles instead of the chapter's: puzzle ID "
+                              "from the kernel function NAME (default: ID_kernel), worth "
+                              "POINTS (default 1); repeat for more")
+    puzzles.add_argument("--no-puzzles", action="store_true",
+                         help="grade the questions only, not the chapter's kernel puzzles")
+    parser.add_argument("--memory", type=int, default=None, metavar="MIB",
+                        help="address space each sandboxed process may use (default: 4096)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run notebooks without a sandbox (only for notebooks you trust: "
+                             "see docs/instructors.md)")
+    parser.add_argument("--secret-file", metavar="FILE", default=None,
+                        help="the key the release drew each student's numbers with: grade "
+                             "every student against their own variant")
+    parser.add_argument("--roster", metavar="CSV", default=None,
+                        help="with --secret-file: refuse submissions from students not on it")
+    parser.add_argument("--bank", metavar="DIR", default=None,
+                        help="a folder of private question modules to grade too (as released)")
+
+
+def _questions_for(args):
+    """The function from student id to that student's questions, or None for the chapter's
+    built-in questions with the lessons' own numbers."""
+    if not (args.secret_file or args.roster or args.bank):
+        return None
+    if args.roster and not args.secret_file:
+        raise ValueError("--roster needs --secret-file (the key the release used)")
+    from .assignments import questions_for
+    from .grading.submissions import chapter_from, collect
+
+    chapter = args.chapter
+    if chapter is None:
+        chapter = chapter_from(collect(args.submissions)[1])
+    if args.chapter is None:
+        args.chapter = chapter
+    return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
+
+
+def _puzzles(args):
+    """The puzzles to grade: None for the chapter's own, () for none, or those named."""
+    if getattr(args, "no_puzzles", False):
+        return ()
+    if not args.puzzle:
+        return None
+    from .grading.plan import Puzzle
+
+    found = []
+    for spec in args.puzzle:
+        head, _, points = spec.partition(":")
+        ident, sep, name = head.partition("=")
+        name = name if sep else f"{ident}_kernel"
+        if not ident or not name.isidentifier():
+            raise ValueError(f"--puzzle {spec!r}: expected ID, ID=NAME or ID=NAME:POINTS, "
+                             f"e.g. transpose or transpose=my_kernel:2")
+        try:
+            value = float(points) if points else 1.0
+        except ValueError:
+            raise ValueError(f"--puzzle {spec!r}: POINTS must be a number") from None
+        found.append(Puzzle(ident, name, value, _choices(ident)))
+    return tuple(found)
+
+
+def _choices(puzzle_id: str) -> tuple[str, ...]:
+    """The launch choices the puzzle leaves to the learner (none if it is not known here)."""
+    try:
+        from .puzzles import find
+
+        return tuple(find(puzzle_id).choices)
+    except (ImportError, ValueError):
+        return ()
+
+
+def _grade(args) -> int:
+    """Run ``gpu-lessons grade``: one line per submission as it finishes (on stdout), then
+    the grades written once, after every sandbox is gone."""
+    from .grading.results import Row
+    from .grading.runner import NO_SANDBOX_RISKS, SandboxUnavailable, grade
+    from .grading.sandbox import Limits
+
+    def show(row: Row):
+        print(f"{row.status:<16} {row.total:>5g}/{row.max:<5g} {row.file}"
+              + (f"  — {row.reason}" if row.reason else ""), flush=True)
+
+    try:
+        limits = Limits(memory_mib=args.memory) if args.memory else None
+        if args.no_sandbox:
+            print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        questions_for = _questions_for(args)  # may set args.chapter from the notebooks
+        grades = grade(args.submissions, chapter=args.chapter, out=args.out,
+                       feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
+                       timeout=args.timeout, seed=args.seed, kernel=args.kernel,
+                       id_pattern=args.id_pattern, questions_for=questions_for,
+                       puzzles=_puzzles(args), sandbox=not args.no_sandbox,
+                       limits=limits, progress=show)
+    except SandboxUnavailable as exc:
+        print(f"gpu-lessons grade: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"gpu-lessons grade: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}",
+              file=sys.stderr)
+        return 130
+    n = len(grades.rows)
+    extra = f" and {n} feedback files in {args.feedback}" if args.feedback else ""
+    print(f"graded {n} notebook{'' if n == 1 else 's'}: wrote {args.out} and "
+          f"{Path(args.out).with_suffix('.json')}{extra}")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- gpu-lessons release ---------------------------------------------------------------------
+
+def _release_arguments(parser) -> None:
+    parser.add_argument("--roster", required=True, metavar="CSV",
+                        help="the class list: a CSV with a 'student' (or 'id') column")
+    parser.add_argument("--secret-file", required=True, metavar="FILE",
+                        help="the key that draws each student's numbers (keep it; grading "
+                             "needs it; at least 16 random bytes)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="a new folder: one sub-folder per student is written there")
+    parser.add_argument("--chapters", default="1-10", metavar="LIST",
+                        help="chapters to release, e.g. 5 or 1-3,6 (default: 1-10)")
+    parser.add_argument("--bank", metavar="DIR",
+                        help="a folder of private question modules to add (see "
+                             "docs/instructors.md)")
+    parser.add_argument("--name", metavar="NAME",
+                        help="the assignment's name, written into each notebook (default: the "
+                             "--out folder's name)")
+    parser.add_argument("--exercises", metavar="DIR",
+                        help="the exercise notebooks to release (default: the repository's "
+                             "exercises/)")
+
+
+def _chapter_list(text: str) -> list[int]:
+    chapters = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise ValueError(f"--chapters {text!r}: use numbers and ranges like 5 or "
+                             f"1-3,6") from None
+        chapters += range(first, last + 1)
+    return chapters
+
+
+def _release(args) -> int:
+    from .assignments import release
+
+    try:
+        written = release(args.roster, args.secret_file, args.out,
+                          chapters=_chapter_list(args.chapters), bank=args.bank,
+                          name=args.name, exercises=args.exercises)
+    except (ValueError, TypeError) as exc:
+        print(f"gpu-lessons release: {exc}", file=sys.stderr)
+        return 2
+    students = len({p.parent for p in written})
+    print(f"released {len(written)} notebooks for {students} students into {args.out}")
+    return 0

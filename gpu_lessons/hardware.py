@@ -239,8 +239,9 @@ def gpu(name) -> GPU:
 # -- measured figures ------------------------------------------------------------------------------
 
 #: The units a measured figure may carry, with their size in the SI base unit (s, B/s; a
-#: percentage as a fraction).
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "%": 0.01}
+#: percentage as a fraction; a rate per SM clock as itself).
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "%": 0.01,
+         "warp instructions/clock/SM": 1.0}
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ hand derivation.
 References (none of them is the capstone module's own output):
 * ``tests/data/h200_measurements.json``: the raw H200 samples; their medians must be the
   times the capstone quotes, and ``docs/measured/h200.md`` must print them;
-* ``tests/data/h200_capstone_fir.json``: the fixed filter's time and Nsight Compute's SM and
-  DRAM throughput for it on an H200;
+* ``tests/data/h200_capstone_fir.json``: the filter of mystery 6 before and after its fix on an
+  H200: raw timing samples, Nsight Compute's metrics, SASS counts;
 * hand arithmetic, written out beside each kernel: sectors and wavefronts of one warp, bytes,
   FLOPs, fractions of the datasheet peaks (H200 SXM: 66.9 TFLOP/s FP32, 989 TFLOP/s FP16
   tensor, 4,800 GB/s, 132 SMs at 1,980 MHz — NVIDIA H200 datasheet / Hopper whitepaper), and
@@ -36,6 +36,7 @@ from gpu_lessons.capstone import (
     diagnose,
     evidence,
     gemm_story,
+    latency_prediction,
     mystery,
 )
 
@@ -85,7 +86,8 @@ def _raw_simt(name):
     ("hgemm_1024", lambda: _raw_gemm("fp16", 1024)),
     ("triad_bandwidth", lambda: RAW["triad"]["bytes_moved"] / _median(RAW["triad"]["timing"])),
     ("copy_bandwidth", lambda: RAW["copy"]["bytes_moved"] / _median(RAW["copy"]["timing"])),
-    ("fir40_v4", lambda: FIR["kernels"]["fir40_v4"]["median_s"]),
+    *[(name, lambda name=name: statistics.median(FIR["kernels"][name]["samples_s"]))
+      for name in ("fir40_v1", "fir40_v2", "fir40_v3", "fir40_v4", "copy_f4")],
 ])
 def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
     # copy bandwidth is quoted to 4 significant figures (4,205 GB/s), times to 5-6
@@ -94,7 +96,8 @@ def test_quoted_h200_figures_are_the_medians_of_the_raw_run(key, raw):
 
 
 @pytest.mark.parametrize("text", ["334.5 µs", "152.6 µs", "4,205 GB/s", "966", "3,824", "50.7",
-                                  "763.9", "78.2", "4,346 GB/s", "| fir40_v4 | 226 µs |"])
+                                  "763.9", "78.2", "4,346 GB/s", "| fir40_v1 | 1,500.3 µs |",
+                                  "| fir40_v4 | 243.8 µs |", "| copy_f4 | 140.6 µs |"])
 def test_the_measurement_report_prints_the_figures_the_capstone_uses(text):
     assert text in DOC
 
@@ -222,65 +225,129 @@ def test_decode_layer_bytes_and_verdict():
     assert k.after.cost.bytes == 1_479_675_904 - (1_073_741_824 + 131_072) // 2
 
 
-def test_register_hog_is_latency_bound_by_too_few_warps():
-    # 168 registers: 168 x 32 = 5376 per warp (already a multiple of 256); a sub-partition of
-    # 16,384 holds 3 such warps -> 12 per SM; a 256-thread block has 8 warps -> 1 block, 8 warps.
-    # Little's law: 4.8 TB/s x 600 ns = 2.88 MB in flight = 21,818 B per SM = 5,455 threads of
-    # 4-byte loads = 170.5 warps/SM needed.
-    ev = evidence("register_hog")
-    assert (ev.occupancy.warps_per_sm, ev.occupancy.limiter) == (8, "registers")
+# the medians of the 20 CUDA-event samples, to the 0.1 µs the course quotes them with
+V1, V4 = (round(statistics.median(FIR["kernels"][k]["samples_s"]) * 1e6, 1) * 1e-6
+          for k in ("fir40_v1", "fir40_v4"))
+
+
+def test_fir_filter_is_latency_bound_by_too_few_warps():
+    # 16 registers would allow 64 warps; the launch's 120 KiB of dynamic shared memory + the
+    # 1 KiB the driver reserves per block = 123,904 B, and an SM has 233,472 B: one 256-thread
+    # block, 8 warps.  Little's law: 4.8 TB/s x 600 ns = 2.88 MB in flight = 21,818 B per SM
+    # = 5,455 threads of 4-byte loads = 170.5 warps/SM needed.
+    ev = evidence("fir_filter")
+    assert (ev.occupancy.warps_per_sm, ev.occupancy.limiter) == (8, "shared memory")
     assert ev.warps_needed == pytest.approx(4.8e12 * 600e-9 / 132 / 4 / 32, rel=1e-9)
-    # Per thread: make_taps 80 FP32 + 40 FADD + 40 FFMA, and the scalar kernel's 9 integer,
-    # 3 LSU, 5 uniform, 2 LDC, 2 EXIT = 181 instructions, one of them the load.
-    # Latency model by hand: 2 warps per scheduler, I = 181 instructions per load, L = 600 ns
-    # x 1.98 GHz = 1188 cycles, T = 180 + 1188 = 1368; issue rate 2 x 181 / 1368 per
-    # scheduler -> 4 x 2/1368 loads/cycle/SM x 128 B x 1.98 GHz x 132 SMs = 195.6 GB/s.
-    bw = 4 * 2 / 1368 * 128 * CLOCK * SMS
-    assert ev.useful_bandwidth == pytest.approx(bw, rel=1e-6)
-    assert ev.seconds == pytest.approx(2**29 / bw, rel=1e-6)           # 2.745 ms
-    # 120 FLOPs per element (3 per tap): 2^26 x 120 / 2.745 ms = 2.93 TFLOP/s = 4.4 % of
-    # 66.9; issue 181 x 2^26 / 32 / (132 x 4) / (2.745 ms x 1.98 GHz) = 13.2 %
-    assert ev.flops == 2**26 * 120
-    assert ev.compute_fraction == pytest.approx(
-        181 * 2**26 / 32 / (SMS * 4) / (ev.seconds * CLOCK), rel=1e-9)
+    # measured: the median of the 20 CUDA-event samples, 1,500.3 µs
+    assert ev.measured and ev.seconds == pytest.approx(1500.3e-6, rel=1e-12) == V1
+    # Per thread (the recorded SASS): 144 instructions, 121 of them FP32.  At the boost clock,
+    # 1,500.3 µs = 2,970,665 cycles: issue 144 x 2^21 / (132 x 4) / 2,970,665 = 19.3 %, FP32
+    # 121 x 2^21 x 32 / (128 x 132) / 2,970,665 = 16.2 %; DRAM 2^29 B / 1,500.3 µs =
+    # 357.8 GB/s = 7.46 % of 4.8 TB/s; 120 FLOPs x 2^26 / 1,500.3 µs = 5.37 TFLOP/s = 8.0 %
+    cycles = V1 * CLOCK
+    assert ev.compute_fraction == pytest.approx(144 * 2**21 / (SMS * 4) / cycles, rel=1e-9)
+    assert ev.compute_fraction == pytest.approx(0.1925, abs=1e-3)
+    assert ev.sm.fraction("fp32") == pytest.approx(121 * 2**21 * 32 / (128 * SMS) / cycles)
+    assert ev.dram_fraction == pytest.approx(2**29 / V1 / BETA, rel=1e-9)
+    assert ev.flop_fraction == pytest.approx(120 * 2**26 / V1 / PI_FP32, rel=1e-9)
+    # Nsight Compute on the same kernel: SM 19.64 %, DRAM 7.32 % (of its own DRAM peak)
+    ncu = FIR["kernels"]["fir40_v1"]["ncu"]
+    assert ev.compute_fraction == pytest.approx(ncu["sm_throughput_pct"] / 100, abs=0.01)
+    assert ev.dram_fraction == pytest.approx(ncu["dram_throughput_pct"] / 100, abs=0.005)
     assert max(ev.fractions.values()) < NEAR_ROOF
-    d = diagnose("register_hog")
+    d = diagnose("fir_filter")
     assert (d.verdict, d.limiter) == ("latency-bound", "too few warps")
-    # fixed: 28 registers -> 64 warps/SM; measured 226 µs, 12.1x faster than the model's
-    # 2.745 ms, and no longer memory-bound: compute-bound on the SM's instruction issue
+    # fixed: 28 registers, no shared memory -> 8 blocks = 64 warps/SM; measured 243.8 µs:
+    # 1,500.3 / 243.8 = 6.15x, and compute-bound on the SM's instruction issue
     assert d.after.evidence.occupancy.warps_per_sm == 64
-    assert d.after.evidence.measured and d.after.evidence.seconds == 226e-6
-    assert d.speedup == pytest.approx(2**29 / bw / 226e-6, rel=1e-6)
-    assert round(d.speedup) == 12
+    assert d.after.evidence.measured and d.after.evidence.seconds == pytest.approx(V4, rel=1e-4)
+    assert d.speedup == pytest.approx(V1 / V4, rel=1e-3)
+    assert round(d.speedup, 1) == 6.2
     assert (d.after.verdict, d.after.limiter) == ("compute-bound", "SM: instruction issue")
 
 
-def test_fixed_filter_matches_nsight_compute():
-    # Nsight Compute on the H200 (tests/data/h200_capstone_fir.json): SM throughput 85 %,
-    # DRAM 48 %, at 226 µs.  By hand from the SASS (382 instructions per thread, 321 of them
-    # FP32, for 2^24 threads = 524,288 warps):
-    #   issue: 382 x 524,288 / (132 SMs x 4 per clock) = 379,314 cycles per SM;
-    #          226 µs x 1.98 GHz = 447,480 cycles -> 84.8 %   (Nsight Compute: 85 %)
-    #   FP32:  321 x 524,288 x 32 / (128 per clock x 132) = 318,758 cycles -> 71.2 %
-    #   DRAM:  2 x 2^26 x 4 B = 536,870,912 B / 226 µs = 2,375.5 GB/s = 49.5 % of 4.8 TB/s
-    #          (Nsight Compute: 48 %, against its own DRAM peak)
-    ncu = FIR["kernels"]["fir40_v4"]["ncu"]
-    ev = diagnose("register_hog").after.evidence
-    run = 226e-6 * CLOCK
+def test_fixed_filter_against_nsight_compute():
+    # 382 instructions per thread (321 FP32) for 2^24 threads = 524,288 warps.
+    # Event-timed 243.8 µs x 1.98 GHz = 482,708 cycles: issue 382 x 524,288 / (132 x 4) /
+    # 482,708 = 78.6 %; FP32 321 x 524,288 x 32 / (128 x 132) / 482,708 = 66.0 %.
+    # Nsight Compute timed the kernel alone at 227.0 µs (1.9436 GHz: 441,278 cycles) and reads
+    # SM throughput 85.99 %: 379,314 / 441,278 = 85.96 %.  DRAM: 2^29 B / 243.8 µs =
+    # 2,202 GB/s = 45.9 % of 4.8 TB/s (Nsight Compute: 47.32 % over its 227.0 µs).
+    fir = FIR["kernels"]["fir40_v4"]
+    ev = diagnose("fir_filter").after.evidence
+    run = V4 * CLOCK
     assert ev.sm.fraction("issue") == pytest.approx(382 * 524_288 / (SMS * 4) / run, rel=1e-9)
+    assert ev.sm.fraction("issue") == pytest.approx(0.786, abs=1e-3)
     assert ev.sm.fraction("fp32") == pytest.approx(321 * 524_288 * 32 / (128 * SMS) / run,
                                                    rel=1e-9)
-    assert ev.compute_fraction == pytest.approx(ncu["sm_throughput_pct"] / 100, abs=0.01)
-    assert ev.dram_fraction == pytest.approx(ncu["dram_throughput_pct"] / 100, abs=0.02)
-    # the rule the course used before: FLOP/s over the peak.  120 FLOPs x 2^26 / 226 µs =
-    # 35.6 TFLOP/s = 53.3 % of 66.9: below 60 %, it would have called the kernel
-    # latency-bound.  Half the FP32 instructions are FADDs, one FLOP each.
-    assert ev.flop_fraction == pytest.approx(120 * 2**26 / 226e-6 / PI_FP32, rel=1e-9)
+    raw = fir["ncu_raw"]
+    ncu_cycles = raw["gpu__time_duration.sum"] * 1e-9 * raw["sm__cycles_elapsed.avg.per_second"]
+    assert 382 * 524_288 / (SMS * 4) / ncu_cycles == pytest.approx(
+        fir["ncu"]["sm_throughput_pct"] / 100, abs=5e-4)
+    assert ev.dram_fraction == pytest.approx(2**29 / V4 / BETA, rel=1e-9)
+    assert ev.dram_fraction == pytest.approx(fir["ncu"]["dram_throughput_pct"] / 100, abs=0.02)
+    # FLOP/s over the peak: 120 FLOPs x 2^26 / 243.8 µs = 33.0 TFLOP/s = 49.4 % of 66.9: below
+    # 60 %, the FLOP rule would have called it latency-bound.  Half the FP32 instructions are
+    # FADDs, one FLOP each.
+    assert ev.flop_fraction == pytest.approx(120 * 2**26 / V4 / PI_FP32, rel=1e-9)
     assert ev.flop_fraction < NEAR_ROOF <= ev.compute_fraction
-    d = diagnose("register_hog").after
+    d = diagnose("fir_filter").after
     assert d.verdict == "compute-bound" and "fewer instructions" in d.route
-    # the copy of the same bytes took 128 µs: the filter is not limited by DRAM
-    assert FIR["kernels"]["copy_f4"]["median_s"] < 226e-6 * 0.6
+    # the copy of the same bytes took 140.6 µs, the filter 243.8: not limited by DRAM
+    copy = statistics.median(FIR["kernels"]["copy_f4"]["samples_s"])
+    assert copy == pytest.approx(140.624e-6, rel=1e-6) and copy < 0.6 * V4
+
+
+def test_the_latency_model_for_the_filter():
+    # 8 warps per SM = 2 per scheduler; I = 144 instructions per warp, one load;
+    # L = 600 ns x 1.98 GHz = 1,188 cycles; 2^21 warps / (132 SMs x 8) = 1,985.94 rounds.
+    # Bunched (one block per SM: its warps start and end together): 2 x 143 + 1,188 = 1,474
+    # cycles per round -> 1,985.94 x 1,474 / 1.98 GHz = 1.4784 ms.  Staggered: each warp
+    # 143 + 1,188 = 1,331 cycles, the two overlapping -> 1.3350 ms.
+    rounds = 2**21 / (132 * 8)
+    p = latency_prediction("fir_filter")
+    assert (p.warps_per_sm, p.blocks_per_sm, p.instructions) == (8, 1, 144)
+    assert p.latency_cycles == pytest.approx(1188)
+    assert p.round_cycles == pytest.approx(1474)
+    assert p.bunched and p.seconds == p.bunched_seconds
+    assert p.bunched_seconds == pytest.approx(rounds * 1474 / CLOCK, rel=1e-9)
+    assert p.staggered_seconds == pytest.approx(rounds * 1331 / CLOCK, rel=1e-9)
+    # against the record: -1.5 % of the events' 1,500.3 µs, +0.5 % of Nsight Compute's
+    # 1,471.3 µs for the kernel alone; the staggered bound is 11 % fast
+    kernel_alone = FIR["kernels"]["fir40_v1"]["ncu_raw"]["gpu__time_duration.sum"] * 1e-9
+    assert p.error == pytest.approx(rounds * 1474 / CLOCK / V1 - 1, rel=1e-9)
+    assert p.error == pytest.approx(-0.0146, abs=5e-4)
+    assert p.seconds / kernel_alone - 1 == pytest.approx(0.0048, abs=5e-4)
+    assert p.staggered_seconds / V1 - 1 == pytest.approx(-0.110, abs=1e-3)
+    # the unloaded 340 ns (pointer chase): 2 x 143 + 673.2 = 959.2 cycles -> 0.962 ms
+    low = latency_prediction("fir_filter", latency_ns=340)
+    assert low.seconds == pytest.approx(rounds * (286 + 340e-9 * CLOCK) / CLOCK, rel=1e-9)
+
+
+def test_what_the_latency_model_leaves_out():
+    # From the record (the latency_model docstring's figures): Nsight Compute's issue-slot use
+    # over elapsed cycles (144 x 2^21 / (4 x 132) / (1,471.296 µs x 1.97976 GHz) = 19.64 %)
+    # against over active cycles (23.48 %): warps resident in 83.6 % of the cycles.  A round
+    # is 1,471.296 µs x 1.97976 GHz / 1,985.94 = 1,466.7 cycles, 240 of them with no warp on
+    # the SM; the active 1,226.6 less 2 x 143 issue cycles leave 940.6 cycles = 475 ns of waiting.
+    raw = FIR["kernels"]["fir40_v1"]["ncu_raw"]
+    cycles = raw["gpu__time_duration.sum"] * 1e-9 * raw["sm__cycles_elapsed.avg.per_second"]
+    elapsed_issue = raw["smsp__inst_executed.sum"] / (4 * 132 * cycles)
+    active = elapsed_issue / (raw["sm__inst_issued.avg.pct_of_peak_sustained_active"] / 100)
+    assert active == pytest.approx(0.836, abs=1e-3)
+    round_cycles = cycles / (2**21 / (132 * 8))
+    assert round_cycles == pytest.approx(1466.7, abs=0.1)
+    assert (1 - active) * round_cycles == pytest.approx(240, abs=1)
+    waiting = active * round_cycles - 2 * 143
+    assert waiting == pytest.approx(940.6, abs=1)
+    assert waiting / CLOCK == pytest.approx(475e-9, abs=1e-9)
+    # the dependent FFMA chain: 40 x 4 cycles = 160 < 2 x 124 post-load issue cycles of two
+    # warps on one scheduler (144 instructions, the load the 20th): hidden
+    assert 40 * 4 < 2 * (144 - 20)
+    doc = capstone.latency_model.__doc__
+    for text in ("1.478 ms", "1.500 ms", "1.471 ms", "1.335 ms", "84 %", "240", "1,227",
+                 "940", "475 ns", "340 ns"):
+        assert text in doc, text
 
 
 def test_kernel_chain_is_launch_bound_and_stays_so_when_fused():
@@ -388,7 +455,9 @@ def test_reprs_carry_units():
     assert "TFLOP/s" in repr(gemm_story())
     assert "<table>" in answer_key()._repr_html_()
     assert "model-derived" in mystery("kernel_chain")._repr_html_()
-    assert "after the fix" in repr(diagnose("register_hog"))
+    assert "after the fix" in repr(diagnose("fir_filter"))
+    assert "1,474 cycles per round" in repr(latency_prediction("fir_filter"))
+    assert "<table>" in latency_prediction("fir_filter")._repr_html_()
     assert "<table>" in diagnose("sgemm")._repr_html_()
     assert "<table>" in evidence("sgemm")._repr_html_()
 
@@ -410,6 +479,14 @@ def test_bad_input():
         gemm_story(16)
     with pytest.raises(ValueError, match="space"):
         WarpAccess("x", (0,) * 32, space="local")
+    with pytest.raises(ValueError, match="needs a launch and an instruction mix"):
+        latency_prediction("hgemm")
+    with pytest.raises(TypeError, match="kernel must be a MysteryKernel"):
+        latency_prediction(3)
+    with pytest.raises(ValueError, match="latency_ns must be >= 1"):
+        latency_prediction("fir_filter", latency_ns=0)
+    with pytest.raises(ValueError, match="key must be one of"):
+        mystery("register_hog")
 
 
 def test_roofline_points_are_the_kernels_with_flops():
@@ -433,28 +510,92 @@ def test_a_kernel_built_by_hand_is_diagnosed_too():
     assert capstone.diagnose(k).after is None
 
 
-def test_notebook_quotes_the_filter_figures_the_package_computes():
-    # notebook 10's mystery 6: its prompt and diagnosis must say what the package computes and
-    # the H200 records hold (80 FP32 instructions and 120 FLOPs per element; fixed: 226 µs
-    # against 128 µs for the copy, Nsight Compute SM 85 % and DRAM 48 %)
+def _lesson_cells(number):
     import nbformat
 
-    nb = nbformat.read(ROOT / "notebooks" / "10_capstone.ipynb", 4)
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    start = text.index("### Mystery 6")
-    six = text[start:text.index("### Mystery 7")]
-    from gpu_lessons.capstone import mysteries
+    path, = (ROOT / "notebooks").glob(f"{number}_*.ipynb")
+    return nbformat.read(path, 4).cells
 
-    k = mystery("register_hog")
+
+def test_notebook_quotes_the_filter_figures_the_package_computes():
+    # notebook 10's mystery 6: its prompt, diagnosis and the note on the latency model must say
+    # what the package computes and what the H200 record holds
+    from gpu_lessons.capstone import mysteries
+    from gpu_lessons.hardware import measured
+    from gpu_lessons.occupancy import occupancy
+
+    cells = _lesson_cells("10")
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    six = text[text.index("### Mystery 6"):text.index("### Mystery 7")]
+    k = mystery("fir_filter")
+    d = diagnose(k)
+    ev, after = d.evidence, d.after.evidence
+    p = latency_prediction(k)
+    v1 = FIR["kernels"]["fir40_v1"]
     assert k.code.strip() in six
-    assert (mysteries.FIR_FP32_PER_ELEMENT, mysteries.FIR_FLOPS_PER_ELEMENT) == (80, 120)
-    assert "80 FP32 instructions and 120 FLOPs per element" in six
-    ev = diagnose(k).after.evidence
-    ncu = FIR["kernels"]["fir40_v4"]["ncu"]
-    assert f"{ev.seconds * 1e6:.0f} µs" in six and "128 µs" in six
-    assert f"about {ncu['sm_throughput_pct']} %" in six and f"{ncu['dram_throughput_pct']} %" in six
-    assert f"{round(100 * ev.compute_fraction)} %" in six
-    assert f"{k.launch.registers_per_thread} registers" in six
-    assert f"needs {k.after.launch.registers_per_thread} registers" in six
-    assert f"{diagnose(k).after.evidence.occupancy.warps_per_sm} warps fit" in six
-    assert "19×" not in text and "40 FMAs" not in text
+    # the kernel as the record has it: 119 FFMA + 1 FADD per element, 16 registers
+    assert v1["sass_per_thread"]["FFMA"] + v1["sass_per_thread"]["FADD"] == 120
+    assert (mysteries.FIR_V1_FP32_PER_ELEMENT, mysteries.FIR_FLOPS_PER_ELEMENT) == (120, 120)
+    assert "120 FP32 instructions and 120 FLOPs of filtering per element" in six
+    assert v1["registers"] == k.launch.registers_per_thread == 16
+    assert f"kernel's {k.launch.registers_per_thread} registers would allow " \
+        f"{occupancy(cc='9.0', threads_per_block=256, registers_per_thread=16).warps_per_sm}" in six
+    # measured, and Nsight Compute's readings
+    assert f"took {ev.seconds * 1e3:.2f} ms" in six and "took 1.50 ms" in six
+    ncu = v1["ncu"]
+    assert f"SM at {ncu['sm_throughput_pct']:.0f} % and DRAM at {ncu['dram_throughput_pct']:.0f} %" \
+        in six
+    assert f"**one\nblock, {ev.occupancy.warps_per_sm} warps per SM**" in six
+    assert f"about {round(ev.warps_needed, -1):.0f} warps'" in six
+    # the latency model, as latency_prediction computes it
+    assert f"issues {p.instructions:.0f} instructions" in six
+    assert f"600 ns ({p.latency_cycles:,.0f} cycles)" in six
+    assert f"2 × {p.instructions - 1:.0f} + {p.latency_cycles:,.0f} = {p.round_cycles:,.0f} cycles" in six
+    assert f"runs {2**21 / (132 * 8):,.0f} rounds, **{p.seconds * 1e3:.2f} ms**" in six
+    assert f"only {p.staggered_seconds * 1e3:.2f} ms" in six
+    # the fix, and each step measured
+    assert (f"({mysteries.FIR_FP32_PER_ELEMENT} FP32 instructions per element instead of\n"
+            f"{mysteries.FIR_V1_FP32_PER_ELEMENT})") in six
+    for key in ("fir40_v2_us", "fir40_v3_us", "fir40_v4_us", "copy_f4_us"):
+        assert f"{measured('h200.capstone_fir.' + key).value} µs" in six, key
+    assert f"{d.speedup:.1f}× faster" in six
+    # after the fix: Nsight Compute, and the pipe model over both times
+    ncu4 = FIR["kernels"]["fir40_v4"]["ncu"]
+    assert f"SM throughput {ncu4['sm_throughput_pct']:.0f} %" in six
+    assert f"DRAM {ncu4['dram_throughput_pct']:.0f} %" in six
+    raw4 = FIR["kernels"]["fir40_v4"]["ncu_raw"]
+    alone = capstone.sm_throughput(k.after.instructions, "h200",
+                                   raw4["gpu__time_duration.sum"] * 1e-9,
+                                   clock_hz=raw4["sm__cycles_elapsed.avg.per_second"])
+    assert f"fill {alone.fraction('issue'):.0%} of the issue slots in the\n" \
+           f"{raw4['gpu__time_duration.sum'] / 1e3:.1f} µs" in six.replace(" %", "%")
+    assert f"({after.sm.fraction('issue'):.0%} of the 243.8 µs" in six.replace(" %", "%")
+    assert f"{sum(mysteries.FIR_SASS['fir40_v4'].values())} instructions per four elements" in six
+    # the note on what the model leaves out
+    low = latency_prediction(k, latency_ns=340)
+    assert f"predicts {low.seconds * 1e3:.2f} ms" in six
+    assert f"only {measured('h200.capstone_fir.fir40_v1_sm_active_pct').value:.0f} % of\nthe cycles" \
+        in six
+    assert f"to\n{2 * p.seconds * 1e3:.2f} ms here" in six
+    # the story the lesson used to tell is gone
+    for gone in ("168 registers", "226", "128 µs", "12×", "19×", "40 FMAs", "register_hog"):
+        assert gone not in text, gone
+
+
+def test_the_lesson_runs_the_latency_model_cell():
+    cells = _lesson_cells("10")
+    sources = [c.source for c in cells if c.cell_type == "code"]
+    assert any("latency_prediction(k)" in s for s in sources)
+    assert 'mystery("fir_filter")' in "\n".join(sources)
+
+
+def test_the_lessons_gemm_error_orders_are_the_records():
+    # mystery 3's diagnosis: "the measured relative error grows from about 1e-6 to 2e-4"
+    import math
+
+    errors = {g["precision"]: g["relative_error"] for g in RAW["gemm"]
+              if g["n"] == 8192 and g["data"] == "normal"}
+    assert math.floor(math.log10(errors["fp32"])) == -6            # 1.7e-6
+    assert f"{errors['fp16']:.0e}" == "2e-04"                      # 2.1e-4
+    text = "\n".join(c.source for c in _lesson_cells("10") if c.cell_type == "markdown")
+    assert "from about 1e-6 to 2e-4" in text

@@ -19,8 +19,11 @@ from gpu_lessons import checks
 from gpu_lessons.checks import (
     CheckFailed,
     Choice,
+    Function,
     Mistake,
     Number,
+    Question,
+    Vary,
     check,
     evaluate,
     expected_ids,
@@ -30,13 +33,14 @@ from gpu_lessons.checks import (
     passed,
     questions,
 )
-from gpu_lessons.questions import CHAPTERS, chapter_number
+from gpu_lessons.questions import CHAPTERS, audit, chapter_number, templates, validate
 
 # H100 SXM5, whitepaper v1.04 Table 3: dense FP16 tensor 989.4 TFLOP/s, HBM3 3.35 TB/s,
 # FP32 66.9 TFLOP/s, TF32 494.7, FP8 1978.9; 132 SMs x 128 FP32 cores at 1980 MHz boost.
 H100_FP16, H100_BW, H100_FP32 = 989.4e12, 3.35e12, 66.9e12
 RIDGE = 989.4 / 3.35                       # 295.34 FLOP/byte
 FP32_TFLOPS = 132 * 128 * 1980e6 * 2 / 1e12  # 66.908 TFLOP/s (whitepaper: 66.9)
+CAPPED_TFLOPS = 132 * 128 * 1782e6 * 2 / 1e12  # 60.218 TFLOP/s at 90 % of 1980 MHz
 
 
 def _forms(x: float) -> set[str]:
@@ -59,7 +63,7 @@ def _peak_flops(sms, cores_per_sm, clock_mhz):
 
 def test_expected_ids_of_the_sample_chapters():
     assert expected_ids(5)[:3] == ["05.ridge_h100", "05.axpy_bound", "05.kernel_time"]
-    assert expected_ids("ch01")[:2] == ["01.fp32_peak_h100", "01.peak_flops"]
+    assert expected_ids("ch01")[:2] == ["01.fp32_peak_capped", "01.peak_flops"]
     assert [q.id for q in questions("05")] == expected_ids(5)
     assert all(len(expected_ids(n)) >= 4 for n in range(1, 11))  # every chapter: 4+ questions
 
@@ -91,40 +95,104 @@ def test_mistake_needs_exactly_one_of_value_or_when():
 
 
 ALL = [q for n in CHAPTERS for q in questions(n)]
+TEMPLATES = [q for n in CHAPTERS for q in templates(n)]
 
 
-@pytest.mark.parametrize("q", ALL, ids=lambda q: q.id)
-def test_every_registered_question_is_well_formed(q):
-    """Rules for every question, present and future: the reference computes, no named
-    mistake coincides with the right answer, and the stub reads as "not attempted"."""
-    spec = q.answer
-    assert q.points > 0 and q.prompt
-    if isinstance(spec, Number):
-        ref = spec.reference()
-        assert math.isfinite(ref) and ref != 0
-        for m in spec.mistakes:
-            if m.value is not None:
-                alt = m.value(ref) if callable(m.value) else m.value
-                assert not math.isclose(alt, ref, rel_tol=2 * spec.rtol), m.key
-            else:
-                assert not m.when(ref, ref), m.key
-    elif isinstance(spec, Choice):
-        options = [re.sub(r"[\s_\-]", "", o.lower()) for o in spec.options]
-        assert re.sub(r"[\s_\-]", "", spec.reference().lower()) in options
-        for m in spec.mistakes:
-            assert m.value in spec.options and m.value != spec.reference(), m.key
-    else:
-        cases = spec.make_cases(q.id)
-        assert len(cases) >= spec.cases
-        outs = [spec.reference(**c) for c in cases]
-        assert all(isinstance(o, (int, float)) and math.isfinite(o) for o in outs)
-        for m in spec.mistakes:
-            if m.value is not None:
-                assert any(not math.isclose(m.value(o, **c), o, rel_tol=spec.rtol)
-                           for o, c in zip(outs, cases, strict=True)), m.key
+@pytest.mark.parametrize("q", TEMPLATES, ids=lambda q: q.id)
+def test_every_variant_of_every_question_is_well_posed(q):
+    """Rules for every question and every one of its variants (the full product of choices,
+    or 400 of them drawn with a fixed seed where there are more): the reference computes and
+    is finite, no named mistake coincides with the right answer, the answer is not the same
+    for all variants (see gpu_lessons.questions.audit); and the stub reads as "not attempted"."""
+    assert q.points > 0 and q.prompt and q.title
+    assert audit.problems(q) == []
+    bound = q.bind()
     namespace = {"check": check}
-    exec(compile(q.stub(), f"<stub {q.id}>", "exec"), namespace)  # prints "not attempted"
-    assert evaluate(q.id, namespace[q.name]).status == checks.NOT_ATTEMPTED
+    exec(compile(bound.stub(), f"<stub {q.id}>", "exec"), namespace)  # prints "not attempted"
+    assert evaluate(bound, namespace[q.name]).status == checks.NOT_ATTEMPTED
+
+
+def test_most_graded_points_vary_between_students():
+    """The aim of variants: two students' answers differ for most points that are not
+    already checked on random inputs."""
+    graded = [q for q in TEMPLATES if not isinstance(q.answer, Function)]
+    varied = [q for q in graded if q.variants > 1]
+    assert sum(q.points for q in varied) >= 0.8 * sum(q.points for q in graded)
+
+
+def test_variants_list_the_full_product_or_a_seeded_sample():
+    q = find("05.ridge_h100")
+    listed = list(audit.variants(q))
+    assert len(listed) == q.variants == 10 and listed[0] == q.defaults()
+    assert len({tuple(p.items()) for p in listed}) == 10
+    big = next(t for t in TEMPLATES if t.variants > audit.FULL_PRODUCT_LIMIT)
+    sample = list(audit.variants(big))
+    assert len(sample) == audit.FULL_PRODUCT_LIMIT and sample[0] == big.defaults()
+    assert sample == list(audit.variants(big))          # the same sample every time
+
+
+_N = (Vary("n", (2, 3, 4), "a size"),)
+
+
+def _toy(reference, *, mistakes=(), **kw):
+    return Question(id="05.toy", name="toy", points=1, title="Toy", prompt="n = {n}",
+                    vary=_N, answer=Number(reference=reference, units="x", mistakes=mistakes,
+                                             **kw))
+
+
+def test_the_audit_finds_ill_posed_variants():
+    """The audit is not vacuous: each rule catches a question built to break it."""
+    assert audit.problems(_toy(lambda n: n * 1.5)) == []
+    assert "not a finite" in audit.problems(_toy(lambda n: math.inf if n == 3 else n))[0]
+    assert "ZeroDivisionError" in audit.problems(_toy(lambda n: 1 / (n - 3)))[0]  # at n = 3
+    assert "same answer" in audit.problems(_toy(lambda n: 7.0))[0]
+    coincide = Mistake("double", "x2", value=lambda ref, n: 2 * ref if n != 4 else ref)
+    found = audit.problems(_toy(lambda n: n * 1.5, mistakes=(coincide,)))
+    assert len(found) == 1 and "{'n': 4}" in found[0] and "'double'" in found[0]
+    assert "whole number" in audit.problems(_toy(lambda n: n / 2, integer=True, rtol=0))[0]
+    n_a = Mistake("n_a", "does not apply to n = 2", value=lambda ref, n: None if n == 2 else 9.9)
+    assert audit.problems(_toy(lambda n: n * 1.5, mistakes=(n_a,))) == []
+
+
+def test_binding_fixes_the_parameters():
+    q = find("05.ridge_h100")
+    assert q.params == {"gpu": "h100", "precision": "fp16"}       # the registry's default
+    pcie = q.bind({"gpu": "h100 pcie", "precision": "fp32"})
+    assert pcie.params == {"gpu": "h100 pcie", "precision": "fp32"}
+    assert "**H100 PCIe**" in pcie.prompt and "FP32" in pcie.prompt and "{" not in pcie.prompt
+    assert pcie.answer.reference() == pytest.approx(51.2 / 2.0)      # datasheet: 51.2 TFLOP/s, 2 TB/s
+    assert evaluate(pcie, 25.6).correct and not evaluate(q, 25.6).correct
+    # a mistake message names the other H100 of the variant
+    r = evaluate(pcie, 66.9 / 3.35)
+    assert r.mistake == "other_h100" and "H100 SXM5" in r.message
+    assert pcie.bind({"gpu": "h100"}).params == {"gpu": "h100", "precision": "fp16"}  # from the template
+    with pytest.raises(ValueError, match=r"precision='fp4' is not one of its choices"):
+        q.bind({"precision": "fp4"})
+    with pytest.raises(ValueError, match="no parameter named 'n'"):
+        q.bind({"n": 3})
+
+
+def test_prompts_take_the_right_article_for_each_gpu():
+    q = find("07.tile_for_ridge")
+    assert "of a **V100 SXM2**" in q.bind({"gpu": "v100"}).prompt
+    assert "of an **H100 SXM5**" in q.bind({"gpu": "h100"}).prompt
+    assert "of a **T4**" in q.bind({"gpu": "t4"}).prompt
+    assert "of an **RTX 3090**" in q.bind({"gpu": "rtx 3090"}).prompt
+
+
+def test_a_template_that_does_not_render_is_refused():
+    broken = Question(id="05.toy", name="toy", points=1, prompt="struct {float x;} on {gpu}",
+                      vary=(Vary("gpu", ("a", "b"), "gpu"),),
+                      answer=Number(reference=lambda gpu: 1.0, units="x"))
+    with pytest.raises(ValueError, match=r"05\.toy: its prompt.*literal brace"):
+        validate((broken,), "toy")
+    with pytest.raises(ValueError, match="choices repeat"):
+        Vary("n", (1, 1), "n")
+    fn = Question(id="05.toy", name="toy", points=1, prompt="p", vary=(Vary("n", (1, 2), "n"),),
+                  answer=Function(reference=lambda x: x, inputs=lambda rng: {"x": 1},
+                                  signature="toy(x)"))
+    with pytest.raises(ValueError, match="does not vary"):
+        validate((fn,), "toy")
 
 
 # -- number questions -----------------------------------------------------------------------
@@ -137,19 +205,20 @@ def test_ridge_point_accepts_the_datasheet_ratio_within_one_percent():
     assert not evaluate("05.ridge_h100", RIDGE * 0.98).correct
 
 
-def test_fp32_peak_from_cores_matches_the_whitepaper():
-    assert evaluate("01.fp32_peak_h100", 66.9).correct     # whitepaper figure
-    assert evaluate("01.fp32_peak_h100", FP32_TFLOPS).correct
-    assert evaluate("01.fp32_peak_h100", 66.9).points == 1
+def test_fp32_peak_at_a_capped_clock_from_cores():
+    # 132 SMs x 128 lanes x 1782 MHz (90 % of the 1980 MHz boost) x 2 FLOPs = 60.2 TFLOP/s
+    assert evaluate("01.fp32_peak_capped", CAPPED_TFLOPS).correct
+    assert evaluate("01.fp32_peak_capped", 60.2).points == 1
+    assert evaluate("01.fp32_peak_capped", 66.9).mistake == "boost_clock"   # the datasheet peak
 
 
 @pytest.mark.parametrize("answer, key", [
     (2 * 989.4 / 3.35, "sparse_peak"),     # 2:4 sparse FP16 peak 1978.8 TFLOP/s
     (1978.9 / 3.35, "sparse_peak"),        # the FP8 peak gives the same 2x
-    (494.7 / 3.35, "tf32_or_macs"),        # TF32 tensor peak: 147.7
+    (494.7 / 3.35, "half"),                # TF32 tensor peak: 147.7
     (66.9 / 3.35, "fp32_peak"),            # FP32 CUDA cores: 19.97
     (989.4 / 4.8, "h200_bandwidth"),       # H200's 4.8 TB/s: 206.1
-    (756 / 2.0, "h100_pcie"),              # H100 PCIe: 756 TFLOP/s, 2.0 TB/s: 378
+    (756 / 2.0, "other_h100"),             # H100 PCIe: 756 TFLOP/s, 2.0 TB/s: 378
     (989.4e12 / (3350 * 2**30), "gib"),    # bandwidth read as GiB/s: 275.1
     (3.35 / 989.4, "inverted"),            # bytes per FLOP: 0.003386
     (989.4 / 3350, "units"),               # TFLOP/s over GB/s: 0.2953
@@ -169,16 +238,14 @@ def test_sparse_peak_message_says_so():
 
 
 @pytest.mark.parametrize("answer, key", [
-    (132 * 128 * 1.98e9 * 1 / 1e12, "fma"),            # one FLOP per clock: 33.45
-    (114 * 128 * 1.755e9 * 2 / 1e12, "h100_pcie"),     # H100 PCIe: 51.2
-    (114 * 128 * 1.98e9 * 2 / 1e12, "pcie_sms"),       # PCIe SM count at SXM clock: 57.8
-    (132 * 128 * 1.83e9 * 2 / 1e12, "tensor_clock"),   # tensor boost clock: 61.8
+    (132 * 128 * 1.782e9 * 1 / 1e12, "fma"),           # one FLOP per clock: 30.1
+    (132 * 128 * 1.98e9 * 2 / 1e12, "boost_clock"),    # the boost clock: 66.9
     (989.4, "tensor_peak"), (494.7, "tensor_peak"), (1978.9, "tensor_peak"),
-    (132 * 1.98e9 * 2 / 1e12, "per_sm_cores"),         # cores per SM left out: 0.52
-    (66.9e12, "units"), (66.9e3, "units"),
+    (132 * 1.782e9 * 2 / 1e12, "per_sm_lanes"),        # lanes per SM left out: 0.47
+    (60.2e12, "units"), (60.2e3, "units"),
 ])
 def test_fp32_peak_named_mistakes(answer, key):
-    r = evaluate("01.fp32_peak_h100", answer)
+    r = evaluate("01.fp32_peak_capped", answer)
     assert (r.status, r.mistake) == (checks.WRONG, key)
 
 
@@ -273,6 +340,85 @@ def test_checks_in_a_real_kernel():
     assert error["output_type"] == "error" and error["ename"] == "CheckFailed"
     assert len(error["traceback"]) == 1 and "sparse" in error["traceback"][0]
     assert right[0]["text"].startswith("✓ 05.ridge_h100")
+
+
+def test_tolerance_messages_say_the_tolerance_properly():
+    # 04.row_pitch accepts 0.5 %: the message must not round that to "0 %"
+    r = evaluate("04.row_pitch", 4.75 * 3.7)
+    assert "not within 0.5 % of the expected value" in r.message
+    # an exact count (rtol = 0) says so instead of quoting a tolerance
+    r = evaluate("06.max_registers", 200)
+    assert "not the expected count" in r.message
+    for q in ALL:
+        if isinstance(q.answer, Number):
+            ref = q.answer.reference()
+            message = evaluate(q, round(ref * 3.7) + 1 if q.answer.integer else ref * 3.7).message
+            assert not re.search(r"within 0 ?%", message), message
+
+
+def test_counts_reject_answers_that_are_not_whole_numbers():
+    # H100, 128-thread blocks, 40 warps: 16,384 / 10 = 1,638 -> 1,536 registers per warp = 48
+    r = evaluate("06.max_registers", 48.5)
+    assert r.status == checks.WRONG and r.mistake == "not_integer"
+    assert "expected a whole number of registers per thread, got 48.5" in r.message
+    assert evaluate("06.max_registers", 48.0).correct and evaluate("06.max_registers", 48).correct
+    import numpy as np
+
+    assert evaluate("06.max_registers", np.int32(48)).correct
+    counts = [q for q in ALL if isinstance(q.answer, Number) and q.answer.integer]
+    assert {"02.resident_threads", "04.aos_sectors", "06.max_registers",
+            "10.staged_buffer"} <= {q.id for q in counts}
+
+
+def test_a_design_is_judged_against_the_occupancy_calculator():
+    q = find("06.occupancy_design")  # H100; 96 registers, 40 at least; 2,048 B per warp; 50 %
+    # 256 threads, 64 registers: 2,048 registers per warp, 8 warps per sub-partition of 16,384:
+    # 32 warps = 4 blocks of 8 = 50 %, registers bind (shared: 8 x 2 KiB + 1 KiB = 17 KiB per
+    # block, 13 blocks; warps: 8 blocks; blocks: 32)
+    assert evaluate(q, (256, 64, "registers")).correct
+    assert evaluate(q, [256, 64, "Registers"]).correct          # a list, any spelling
+    assert evaluate(q, (256, 64, "warps")).mistake == "limiter"
+    # 96 registers: 3,072 per warp, 5 per sub-partition = 20 warps -> 2 blocks = 16 warps, 25 %
+    r = evaluate(q, (256, 96, "registers"))
+    assert r.mistake == "occupancy" and "16 warps per SM resident: 25 %" in r.message
+    assert evaluate(q, (256, 32, "registers")).mistake == "registers_range"
+    assert evaluate(q, (100, 64, "registers")).mistake == "block_size"
+    assert "threads_per_block must be a whole number" in evaluate(q, (256.5, 64, "warps")).message
+    assert "limiter must be one of" in evaluate(q, (256, 64, "bandwidth")).message
+    assert "expected a tuple (threads_per_block" in evaluate(q, 256).message
+
+
+def _pooled(threads_per_block, registers_per_thread, shared_mem_per_block, *, round_warps):
+    """A learner's occupancy function that draws registers from one pool of 65,536."""
+    warps = -(-threads_per_block // 32)
+    per_warp = registers_per_thread * 32
+    if round_warps:
+        per_warp = -(-per_warp // 256) * 256
+    limits = [64 // warps, 32, 65536 // (per_warp * warps)]
+    if shared_mem_per_block:
+        limits.append(233_472 // (-(-(shared_mem_per_block + 1024) // 128) * 128))
+    return min(limits) * warps / 64
+
+
+def test_pooled_registers_are_named_in_the_occupancy_function():
+    """The mistake the lesson teaches most: registers as one pool, thread by thread (40
+    registers give 51 warps instead of 48), or rounded per warp but still pooled."""
+    r = evaluate("06.occupancy_cc90", lambda **kw: _pooled(**kw, round_warps=False))
+    assert r.mistake == "pooled_registers" and "sub-partitions" in r.message
+    r = evaluate("06.occupancy_cc90", lambda **kw: _pooled(**kw, round_warps=True))
+    assert r.mistake == "no_sub_partitions"
+
+
+def test_the_shortcut_forward_flop_formula_is_named():
+    """4·s·h² + 2·s²·h (multiply-adds) for attention and 8·s·h·i for the MLP, per layer."""
+    def shortcut(batch, seq_len, d_model, n_layers, d_ff, vocab_size):
+        b, s, h = batch, seq_len, d_model
+        return n_layers * b * (4 * s * h * h + 2 * s * s * h + 8 * s * h * d_ff) \
+            + 2 * b * s * h * vocab_size
+
+    r = evaluate("09.forward_flops", shortcut)
+    assert r.mistake == "shortcut_formula"
+    assert "8·s·h² + 4·s²·h" in r.message and "4·s·h·d_ff FLOPs, not 8" in r.message
 
 
 # -- choice questions ------------------------------------------------------------------------
@@ -431,16 +577,16 @@ def test_grading_seed_changes_the_random_inputs_but_not_the_edge_cases():
 
 @settings(max_examples=200, deadline=None)
 @given(u=st.one_of(st.floats(-0.9, -0.012), st.floats(0.012, 50.0)),
-       qid=st.sampled_from(["05.ridge_h100", "01.fp32_peak_h100"]))
+       qid=st.sampled_from(["05.ridge_h100", "01.fp32_peak_capped"]))
 def test_wrong_numbers_never_print_the_expected_value(u, qid):
-    expected = RIDGE if qid == "05.ridge_h100" else FP32_TFLOPS
+    expected = RIDGE if qid == "05.ridge_h100" else CAPPED_TFLOPS
     r = evaluate(qid, expected * (1 + u))
     assert r.status == checks.WRONG
     assert not any(form in r.message for form in _forms(expected)), r.message
 
 
 def test_named_mistakes_and_unit_slips_never_print_the_expected_value():
-    for qid, expected in (("05.ridge_h100", RIDGE), ("01.fp32_peak_h100", FP32_TFLOPS)):
+    for qid, expected in (("05.ridge_h100", RIDGE), ("01.fp32_peak_capped", CAPPED_TFLOPS)):
         spec = find(qid).answer
         tries = [m.value(expected) if callable(m.value) else m.value
                  for m in spec.mistakes if m.value is not None]
@@ -500,3 +646,50 @@ def test_observe_strips_subclasses():
     assert observe(...) == {"kind": "ellipsis"}
     assert observe([1, 2.5])["kind"] == "seq"
     assert observe(object())["kind"] == "other"
+
+
+# -- every variant keeps the guarantees ------------------------------------------------------
+
+def _forms_of(x: float) -> set[str]:
+    """Ways a reference could be printed; small whole numbers (below 100) are prose."""
+    if float(x).is_integer() and abs(x) < 100:
+        return set()
+    forms = {repr(x), f"{x:.3g}", f"{x:.4g}", f"{x:.5g}", f"{x:g}", f"{x:,.0f}", f"{x:.2f}"}
+    return {f for f in forms if len(f.replace(".", "").replace(",", "").strip("0")) >= 2}
+
+
+@pytest.mark.parametrize("q", [q for q in TEMPLATES if q.variants > 1], ids=lambda q: q.id)
+def test_named_mistakes_of_other_variants_are_named_and_never_print_the_answer(q):
+    """The guarantees of the lesson's own numbers, for eight variants of every question: each
+    named mistake is reported by its name (or an earlier one that gives the same answer),
+    and no feedback prints the expected value."""
+    for params in list(audit.variants(q))[1:9]:
+        bound = q.bind(params)
+        spec = bound.answer
+        keys = [m.key for m in spec.mistakes]
+        if isinstance(spec, Number):
+            ref = spec.reference()
+            for m in spec.mistakes:
+                if m.value is None:
+                    continue
+                alt = m.value(ref) if callable(m.value) else m.value
+                if alt is None:
+                    continue
+                r = evaluate(bound, alt)
+                assert r.status == checks.WRONG, (params, m.key)
+                assert r.mistake in [*keys[:keys.index(m.key) + 1], "units", "sign"], \
+                    (params, m.key, r.mistake)
+                assert not any(re.search(rf"(?<![\w.,]){re.escape(f)}(?![\w])", r.message)
+                               for f in _forms_of(ref)), (params, r.message)
+        elif isinstance(spec, Choice):
+            right = spec.reference()
+            for m in spec.mistakes:
+                wrong = m.value() if callable(m.value) else m.value
+                if wrong is None:
+                    continue
+                r = evaluate(bound, wrong)
+                assert r.mistake == m.key, (params, m.key, r.mistake)
+                assert repr(right) not in r.message, (params, r.message)
+        else:
+            for m in spec.mistakes:
+                assert evaluate(bound, m.value()).mistake == m.key, (params, m.key)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import io
 import re
 from functools import cache
@@ -32,7 +33,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import checks
-from gpu_lessons.checks import Choice, Function, Number, evaluate, expected_ids, find, questions
+from gpu_lessons.checks import (
+    Choice,
+    Design,
+    Function,
+    Number,
+    evaluate,
+    expected_ids,
+    find,
+    questions,
+)
 from gpu_lessons.questions import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,6 +163,54 @@ def test_exercise_and_solution_are_the_same_notebook(chapter):
 
 
 @chapters
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_every_question_cell_is_the_rendered_default_prompt(chapter, folder):
+    """The cell before each answer cell is ``question.markdown(n)``: the title, id, points and
+    the prompt rendered with the lesson's own numbers (``gpu-lessons release`` swaps these
+    cells for each student's variant, so they must come from the prompt template)."""
+    nb = _read(folder, chapter)
+    found = _checks(nb)
+    for number, (i, qid, _) in enumerate(found, start=1):
+        assert nb.cells[i - 2].cell_type == "markdown"
+        assert nb.cells[i - 2].source == find(qid).markdown(number), qid
+
+
+def _sync_tool():
+    spec = importlib.util.spec_from_file_location("sync_exercises",
+                                                  ROOT / "tools" / "sync_exercises.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@chapters
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_every_exercise_set_has_the_same_layout(chapter, folder):
+    """One layout for every set: the introduction (title, how the checks work, what is
+    loaded), the import cell, the question cells, and a Done cell that links to the next set;
+    tools/sync_exercises.py writes it, and would change nothing."""
+    tool = _sync_tool()
+    nb = _read(folder, chapter)
+    synced, notes = tool.sync(folder, chapter)
+    assert notes == []
+    assert [c.source for c in nb.cells] == [c.source for c in synced.cells]
+    intro = nb.cells[0].source
+    assert intro.startswith(f"# Exercises {chapter:02d} · ") and "**check** cell" in intro
+    done = next(c.source for c in nb.cells if c.source.startswith("## Done"))
+    if chapter < CHAPTERS[-1]:
+        nxt = NOTEBOOKS[chapter + 1]
+        assert done.rstrip().endswith(f"]({nxt}).") and (ROOT / folder / nxt).exists()
+    else:
+        assert done.rstrip().endswith("end of the course's exercises.")
+
+
+def test_prompts_use_the_multiplication_sign():
+    """Products are written with ×, as in the lessons, not with the letter x."""
+    for q in COVERED_QUESTIONS:
+        assert not re.search(r"\d \s?x \s?\d|\w x \w+ (tile|matrix)| x \d", q.prompt), q.id
+
+
+@chapters
 def test_exercise_runs_with_every_question_unanswered(chapter):
     ns = _namespace("exercises", chapter)
     for q in questions(chapter):
@@ -196,13 +254,18 @@ def _wrong_answers(q):
     out = []
     if isinstance(spec, Number):
         ref = spec.reference()
-        out = [(m.key, m.value(ref) if callable(m.value) else m.value)
-               for m in spec.mistakes if m.value is not None]
-        out.append((None, ref * 3.7))
+        values = [(m.key, m.value(ref) if callable(m.value) else m.value)
+                  for m in spec.mistakes if m.value is not None]
+        out = [(key, value) for key, value in values if value is not None]  # None: n/a here
+        out.append((None, ref * 3.7 if not spec.integer else round(ref * 3.7) + 1))
     elif isinstance(spec, Choice):
-        out = [(m.key, m.value) for m in spec.mistakes if m.value is not None]
+        values = [(m.key, m.value() if callable(m.value) else m.value)
+                  for m in spec.mistakes if m.value is not None]
+        out = [(key, value) for key, value in values if value is not None]  # None: n/a here
         right = _norm(spec.reference())
         out.append((None, next(o for o in spec.options if _norm(o) != right)))
+    elif isinstance(spec, Design):
+        out = [(m.key, tuple(m.value())) for m in spec.mistakes]
     else:
         for m in spec.mistakes:
             if m.value is not None:
@@ -270,6 +333,12 @@ def test_named_mistakes_never_print_the_expected_answer(q):
         for _, answer in _wrong_answers(q):
             message = evaluate(q.id, answer).message
             assert not any(f in message for f in _forms(ref)), message
+    elif isinstance(spec, Design):
+        # several designs are right; the example one must not be handed out in feedback
+        example = tuple(spec.reference())
+        for _, answer in _wrong_answers(q):
+            message = evaluate(q.id, answer).message
+            assert repr(example) not in message and str(list(example)) not in message, message
     elif isinstance(spec, Choice):
         right = spec.reference()
         # a quoted option is always an answer; a compound one ("memory-bound", "L1 / shared")
@@ -301,6 +370,11 @@ def test_answers_of_the_wrong_kind_get_a_clear_message(q):
     elif isinstance(spec, Choice):
         r = evaluate(q.id, "no such option")
         assert r.status == checks.WRONG and all(repr(o) in r.message for o in spec.options)
+    elif isinstance(spec, Design):
+        r = evaluate(q.id, "12")
+        assert r.status == checks.WRONG and f"a tuple ({', '.join(spec.names)})" in r.message
+        r = evaluate(q.id, (256.5, 40, "warps"))
+        assert r.status == checks.WRONG and "whole number" in r.message
     else:
         r = evaluate(q.id, 12.0)
         assert r.status == checks.WRONG and "expected a function" in r.message
@@ -310,8 +384,9 @@ def test_answers_of_the_wrong_kind_get_a_clear_message(q):
 
 # -- chapters 01-05: reference answers against hand derivations and published figures -----------------
 
-def _ref(qid):
-    return find(qid).answer.reference()
+def _ref(qid, **params):
+    """The reference of ``qid`` for ``params`` (the lesson's defaults for the others)."""
+    return find(qid).bind(params).answer.reference()
 
 
 def _fn(qid):
@@ -319,34 +394,58 @@ def _fn(qid):
 
 
 def test_ch01_references():
-    # H200: 4.8 TB/s x 600 ns = 2.88 MB in flight / 132 SMs / 4 B / 32 = 170.45 warps per SM
-    assert _ref("01.warps_per_sm_h200") == pytest.approx(4.8e12 * 600e-9 / 132 / 4 / 32, rel=1e-3)
+    # H100 SXM5 at 90 % of 1980 MHz = 1782 MHz: 132 SMs x 128 lanes x 1.782 GHz x 2 = 60.2
+    assert _ref("01.fp32_peak_capped") == pytest.approx(132 * 128 * 1.782e9 * 2 / 1e12)
+    # V100 at 80 % of 1530 MHz = 1224 MHz: 80 x 64 x 1.224 GHz x 2 = 12.53 TFLOP/s
+    assert _ref("01.fp32_peak_capped", gpu="v100", clock_pct=80) == pytest.approx(
+        80 * 64 * 1.224e9 * 2 / 1e12)
+    # H200: 4.8 TB/s x 600 ns / 132 SMs / 4 B = 5,454.5 loads per SM, / 2,048 threads = 2.66
+    assert _ref("01.loads_per_thread") == pytest.approx(4.8e12 * 600e-9 / 132 / 4 / 2048)
+    # V100 (900 GB/s, 80 SMs), 800 ns, float4 loads: 720 kB / 80 / 16 / 2,048 = 0.27
+    assert _ref("01.loads_per_thread", gpu="v100", latency_ns=800, load_bytes=16) == \
+        pytest.approx(900e9 * 800e-9 / 80 / 16 / 2048)
     # H100: 3350 GB/s x 600 ns = 2,010,000 B; / 4 B = 502,500 threads; V100 (900 GB/s): 135,000
     assert _fn("01.threads_needed")(3350, 600, 4) == pytest.approx(502_500, rel=1e-9)
     assert _fn("01.threads_needed")(900, 600, 4) == pytest.approx(135_000, rel=1e-9)
-    # only c = a + b (10^8 independent elements) exceeds 502,500 loads in flight
+    # only c = a + b (10^8 or 3·10^7 independent elements) exceeds the loads in flight needed
     assert _ref("01.gpu_workload") == "B"
+    assert _ref("01.gpu_workload", order="sum list add") == "C"
 
 
 def test_ch02_references():
-    assert _ref("02.cuda_cores_pcie") == 114 * 128          # H100 whitepaper Table 3: 14,592
+    # H100, 256 threads: 2,048 / 256 = 8 blocks per SM x 132 = 1,056 at once; 1,601 blocks take
+    # 2 waves: 1,601 / 2,112
+    assert _ref("02.wave_efficiency") == pytest.approx(100 * 1601 / 2112)
+    # T4 (CC 7.5: 1,024 threads, 16 blocks per SM; 40 SMs), 64 threads: 16 x 40 = 640 at once
+    assert _ref("02.wave_efficiency", gpu="t4", threads=64, blocks=601) == \
+        pytest.approx(100 * 601 / 640)
+    # RTX 4090 (CC 8.9: 1,536 threads, 24 blocks; 128 SMs), 64 threads: 24 x 128 = 3,072
+    assert _ref("02.wave_efficiency", gpu="rtx 4090", threads=64) == pytest.approx(
+        100 * 1601 / 3072)
     assert _ref("02.resident_threads") == 64 * 32 * 132     # CC 9.0: 64 warps/SM: 270,336
-    # (7·32 + 2·9·16) / ((7 + 2·9)·32) = 512 / 800
+    assert _ref("02.resident_threads", gpu="t4") == 1024 * 40        # CC 7.5: 32 warps/SM
+    assert _ref("02.resident_threads", gpu="rtx 4090") == 1536 * 128  # CC 8.9: 48 warps/SM
+    # (7·32 + 2·9·16) / ((7 + 2·9)·32) = 512 / 800; iters = 2: paths of 5, 384 / 544
     assert _ref("02.parity_efficiency") == pytest.approx(0.64)
+    assert _ref("02.parity_efficiency", iters=2) == pytest.approx((7 * 32 + 2 * 5 * 16) / (17 * 32))
     eff = _fn("02.simt_efficiency")
     assert eff(7, 9, 9, 16) == pytest.approx(0.64)
     assert eff(5, 10, 20, 32) == eff(5, 10, 20, 0) == 1.0     # uniform warps skip a path
     assert eff(3, 12, 0, 1) == pytest.approx((3 * 32 + 12) / (15 * 32))   # one lane: 0.225
     assert eff(4, 0, 0, 16) == 1.0
-    # only (tid / 32) % 2 keeps every warp whole: A, B and D split every warp 16/16
+    # only (tid / 32) % 2 keeps every warp whole: the others split every warp 16/16
     assert _ref("02.branch_choice") == "C"
+    assert _ref("02.branch_choice", order="warp parity offset half_warp") == "A"
 
 
 def test_ch03_references():
-    # 65,536 registers x 4 B = 256 KiB per SM; x 132 SMs = 33 MiB
+    # 65,536 registers x 4 B = 256 KiB per SM; x 132 SMs = 33 MiB; V100: x 80 = 20 MiB
     assert _ref("03.registers_total") == pytest.approx(33.0)
-    # 32 banks x 4 B x 132 SMs x 1.98 GHz = 33.45 TB/s
-    assert _ref("03.shared_bandwidth") == pytest.approx(32 * 4 * 132 * 1.98e9 / 1e12)
+    assert _ref("03.registers_total", gpu="v100") == pytest.approx(20.0)
+    # 32 banks x 4 B x 132 SMs x 1.98 GHz = 33.45 TB/s over 3.35 TB/s; V100: 80 SMs, 1.53 GHz,
+    # 900 GB/s
+    assert _ref("03.shared_vs_dram") == pytest.approx(32 * 4 * 132 * 1.98e9 / 3.35e12)
+    assert _ref("03.shared_vs_dram", gpu="v100") == pytest.approx(32 * 4 * 80 * 1.53e9 / 900e9)
     # CUDA C++ Programming Guide: shared memory is visible to the threads of one block;
     # local memory "resides in device memory"
     assert _ref("03.block_scratch") == "L1 / shared"
@@ -361,6 +460,10 @@ def test_ch03_references():
 def test_ch04_references():
     # y of 20-byte structs: bytes 4..627, lanes closer than 32 B: segments 0..19 all touched
     assert _ref("04.aos_sectors") == 20
+    # y of 14-byte half structs: bytes 2..437: segments 0..13
+    assert _ref("04.aos_sectors", fields=7, element="half") == 14
+    # x of 12-byte structs: bytes 0..375: segments 0..11
+    assert _ref("04.aos_sectors", fields=3, field="x") == 12
     # Nsight Compute on an H200 (docs/measured): 4, 5, 8, 32, 1, 8, 16 sectors per request
     q = find("04.sectors").answer
     measured = [q.reference(**case) for case in q.edge_cases()]
@@ -372,10 +475,25 @@ def test_ch04_references():
     # row r starts 4008·r bytes in, 8·r mod 32 past a boundary: rows 0, 4 aligned (4 sectors),
     # the other six 5: 38 / 8
     assert _ref("04.row_pitch") == pytest.approx(38 / 8)
+    # doubles, 1001 per row: 8008·r mod 32 = 8·r mod 32: rows 0 and 4 aligned (256 B = 8
+    # sectors), the others 9: 70 / 8
+    assert _ref("04.row_pitch", element="double", ld=1001) == pytest.approx(70 / 8)
 
 
 def test_ch05_references():
-    assert _ref("05.gemm_intensity") == pytest.approx(4096 / 3)    # 2N³ / (3N² x 2 B)
+    # H100 PCIe, FP32: 51.2 TFLOP/s / 2.0 TB/s (whitepaper Table 3)
+    assert _ref("05.ridge_h100", gpu="h100 pcie", precision="fp32") == pytest.approx(25.6)
+    assert _ref("05.ridge_h100", precision="fp8") == pytest.approx(1978.9 / 3.35)
+    # 64 FMAs: 128 FLOPs / 12 B = 10.7 FLOP/byte: above the A100's 19.5 / 2.039 = 9.56, below
+    # the H100's 66.9 / 3.35 = 20.0
+    assert _ref("05.axpy_bound") == "memory-bound"
+    assert _ref("05.axpy_bound", gpu="a100", fmas=64) == "compute-bound"
+    assert _ref("05.axpy_bound", fmas=64) == "memory-bound"
+    # 2N³ / (3N² x 2 B) = N/3 >= 989.4 / 3.35 = 295.34: N = 887; L4: 121 / 0.3 x 3 = 1,210
+    assert _ref("05.gemm_ridge_size") == 887
+    assert _ref("05.gemm_ridge_size", gpu="l4") == 1210
+    # FP32 on the H100's CUDA cores: 2N/12 >= 19.97: N = 120
+    assert _ref("05.gemm_ridge_size", precision="fp32") == 120
     conv = _fn("05.conv_flops")
     # ResNet-50 conv1: 7x7, 3 -> 64, stride 2, pad 3 on 224²: 112² x 49 x 3 x 64 = 118.0 M
     # multiply-adds (He et al. 2016; the usual "118 MMACs"), so 236.0 MFLOP
@@ -384,8 +502,14 @@ def test_ch05_references():
     assert conv(10, 3, 8, 8, 0, 3) == 2 * 3 * 3 * 9 * 8 * 8
     # T/4 / (1 + T/(2N)) FLOP/byte vs 66.9 / 3.35 = 19.97: T = 64 gives 15.9, T = 128 gives 31.8
     assert _ref("05.tile_for_ridge") == "128"
-    # decode: ~1 FLOP/byte against an FP16 ridge of 989.4 / 3.35 = 295 (erratum E12)
+    # A100: 9.56 -> 64 (T = 32 gives 8.0); RTX 3090: 35.6 / 0.936 = 38.0 -> 256
+    assert _ref("05.tile_for_ridge", gpu="a100") == "64"
+    assert _ref("05.tile_for_ridge", gpu="rtx 3090") == "256"
+    # decode: ~1 FLOP/byte against an FP16 ridge of 989.4 / 3.35 = 295
     assert _ref("05.decode_bound") == "memory-bound"
+    # 16 new tokens x 8 query heads per K/V head: ~128 FLOP/byte, still below 295; 64 x 8 = 512
+    assert _ref("05.decode_bound", new_tokens=16, kv_heads=4) == "memory-bound"
+    assert _ref("05.decode_bound", new_tokens=64, kv_heads=4) == "compute-bound"
 
 
 def test_solutions_do_not_just_call_the_references():
@@ -403,17 +527,23 @@ TORCH_FLOPS = ROOT / "tests" / "data" / "torch_transformer_flops.json"
 
 
 def test_ch06_references():
-    # 256 threads = 8 warps; (46,080 + 1,024 reserved) = 47,104 B -> 233,472 // 47,104 = 4 blocks
-    # (warps and 32 registers would allow 8): 32 of 64 warps
-    assert _ref("06.smem_occupancy") == pytest.approx(50.0)
-    # CC 8.6, 2-warp blocks: warps 48 // 2 = 24, registers 4·(16,384 // 1,024) // 2 = 32,
-    # shared memory 102,400 // 3,072 = 33, the block cap 16
-    assert _ref("06.small_block_limiter") == "blocks"
+    q = find("06.occupancy_design")
+    design = q.answer.reference()
+    assert q.answer.verify(dict(zip(q.answer.names, design, strict=True))) is None
+    # 06.which_change, the lesson's case: 128 threads, 32 registers, 32 KiB of shared memory on
+    # an H100: (32,768 + 1,024) B per block, 233,472 // 33,792 = 6 blocks = 24 warps (37.5 %);
+    # halving it: 233,472 // 17,408 = 13 blocks = 52 warps (81 %); 256 threads: 6 x 8 = 48
+    # warps (75 %); fewer registers or 64 threads do not help
+    assert _ref("06.which_change") == "A"
+    assert _ref("06.which_change", order="regs_cut block_half smem_half block_double") == "C"
     # 40 warps = 10 per sub-partition: 16,384 // 10 = 1,638 -> 1,536 (256 units) = 48 x 32;
     # at 49 registers a warp takes 1,792: 9 per sub-partition, 36 warps
     assert _ref("06.max_registers") == 48
+    # RTX 4090 (CC 8.9), 256 threads, 24 warps = 3 blocks: 6 warps per sub-partition,
+    # 16,384 // 6 = 2,730 -> 2,560 = 80 registers
+    assert _ref("06.max_registers", gpu="rtx 4090", threads=256, warps=24) == 80
     occ = _fn("06.occupancy_cc90")
-    assert occ(256, 40, 0) == 0.75                 # E10: 48 warps, not 51
+    assert occ(256, 40, 0) == 0.75                 # 48 warps, not 51
     assert occ(32, 16, 0) == 0.5                   # 32 one-warp blocks
     assert occ(96, 32, 0) == 63 / 64               # 64 // 3 = 21 blocks of 3 warps
     assert occ(1024, 128, 0) == 0                  # 4,096 registers/warp: 16 warps < 32
@@ -430,6 +560,7 @@ def test_ch06_references():
     assert rate(64, 8, 8, 300) == 1.0
     # loads in flight per SM = warps x ILP: A 64·1, B 32·4, C 16·4, D 8·8
     assert _ref("06.best_config") == "B"
+    assert _ref("06.best_config", order="greedy lean balanced heavy") == "C"
 
 
 def test_ch06_occupancy_reference_matches_the_cuda_runtime():
@@ -453,8 +584,12 @@ def test_ch06_occupancy_reference_matches_the_cuda_runtime():
 
 def test_ch07_references():
     assert _ref("07.symptom") == "latency-bound"    # every unit < 60 %, few warps
-    # three kernels 2 + 3 + 2 BF16 accesses per element, fused 3: 4 x 33,554,432 x 2 B
+    assert _ref("07.symptom", profile="streaming") == "memory-bound"   # DRAM at 83 %
+    assert _ref("07.symptom", profile="gemm") == "compute-bound"       # SM at 81 %
+    # three kernels 2 + 3 + 2 accesses per element, fused 3: 4 x 33,554,432 x 2 B (BF16)
     assert _ref("07.fusion_bytes_saved") == pytest.approx(4 * 8192 * 4096 * 2 / 1e6)
+    assert _ref("07.fusion_bytes_saved", tokens=2560, features=5120, dtype="fp32") == \
+        pytest.approx(4 * 2560 * 5120 * 4 / 1e6)
     tiled = _fn("07.tiled_gemm_bytes")
     assert tiled(4096, 4096, 4096, 16, 4) == 4 * (2 * 4096**3 // 16 + 4096**2)
     # ⌈3000/128⌉ = 24 block columns, ⌈1000/128⌉ = 8 block rows: 2·(12e6 + 12e6 + 3e6)
@@ -465,25 +600,43 @@ def test_ch07_references():
     # T = 38: ⌈8192/38⌉ = 216, 2·8192 / (4·433) = 9.46
     assert 2 * 8192 / (4 * 423) >= 19.5 / 2.039 > 2 * 8192 / (4 * 433)
     assert _ref("07.tile_for_ridge") == 39
-    # A100: 64 lanes x 2 FLOP / 128 B = 1 FLOP/B; an r x r patch gives r/4
+    # A100: 64 lanes x 2 FLOP / 128 B = 1 FLOP/B; an r x r patch gives r/4; H100: 128 lanes, 2
     assert _ref("07.register_block") == 4
+    assert _ref("07.register_block", gpu="h100") == 8
     assert _ref("07.which_fix") == "C"              # 78 % of the FP32 roof: tensor cores
+    assert _ref("07.which_fix", case="transpose") == "B"          # shared memory at 86 %
+    assert _ref("07.which_fix", case="tiny_kernels") == "D"       # launches: a graph
+    assert _ref("07.which_fix", case="register_hungry") == "A"    # too few warps
+
+
+# The H200's recorded launch costs (gpu_lessons/data/measured.toml, from the course's H200 run):
+# 6.05 µs per back-to-back launch; 10.97 µs with a sync after each, so the sync adds 4.92 µs;
+# 0.699 µs per node of a 1000-node graph, less (6.05 + 4.92) / 1000: 0.69 µs per node.
+LAUNCH, SYNC, NODE = 6.05, 4.92, 0.69
 
 
 def test_ch08_references():
-    # max(4.7 + 200·3, 200·4.7 + 3) + 5.1 = 948.1 µs for 600 µs of kernels
-    assert _ref("08.launch_utilisation") == pytest.approx(100 * 600 / 948.1)
-    assert _ref("08.batch_knee") == pytest.approx((4.7 - 2.0) / 0.05)    # 54
+    # 200 kernels shorter than a launch: busy = 200·d / (200·6.05 + d + 4.92) = 0.9
+    assert _ref("08.min_kernel_time") == pytest.approx(
+        0.9 * (200 * LAUNCH + SYNC) / (200 - 0.9), rel=1e-6)
+    # 50 kernels, 60 %: still shorter than a launch
+    assert _ref("08.min_kernel_time", n_kernels=50, target=60) == pytest.approx(
+        0.6 * (50 * LAUNCH + SYNC) / (50 - 0.6), rel=1e-6)
+    # 2 + 0.05·b >= 6.05: b = 81; 3 + 0.04·b >= 6.05: b = 76.25 -> 77
+    assert _ref("08.batch_knee") == 81
+    assert _ref("08.batch_knee", fixed_us=3.0, per_item_us=0.04) == 77
     ar = _fn("08.allreduce_time")
     # nccl-tests PERFORMANCE.md: bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce
     assert ar(10**9, 8, 450e9) == pytest.approx(10**9 * 2 * 7 / 8 / 450e9)
     assert ar(10**9, 1, 450e9) == 0
-    # each all-reduce 2·7/8·1e8 / 5e10 = 3.5 ms > 2 ms of backward: the link runs from the end
-    # of the first backward layer (12 + 2 = 14 ms) for 12 x 3.5 = 42 ms, to 56 ms; compute
-    # ends at 12 + 24 = 36 ms
-    assert _ref("08.exposed_comm") == pytest.approx(56 - 36)
-    # free pieces 3, 1, 1 MiB: 1 - 3/5
+    # one all-reduce of S lasts 2·7/8·S / 50 GB/s; = 2 ms at S = 57.1 MB; 2 GPUs, 100 GB/s,
+    # 0.8 ms: S = 80 MB
+    assert _ref("08.max_bucket") == pytest.approx(2e-3 * 50e9 * 8 / 14 / 1e6, rel=1e-6)
+    assert _ref("08.max_bucket", gpus=2, link_gbs=100, backward_ms=0.8) == pytest.approx(
+        80.0, rel=1e-6)
+    # free pieces 3, 1, 1 MiB: 1 - 3/5; 2, 1.5 and a 2.5 MiB tail: 1 - 2.5/6
     assert _ref("08.fragmentation") == pytest.approx(40.0)
+    assert _ref("08.fragmentation", sizes="2 1 1.5 1") == pytest.approx(100 * (1 - 2.5 / 6))
     assert _ref("08.allocator_choice") == "paged"
 
 
@@ -491,16 +644,22 @@ def test_ch09_references():
     b, s, h, L, V = 8, 1024, 1024, 24, 50257
     # Korthikanti et al. 2022: 72·b·s·l·h²·(1 + s/(6h) + V/(12·l·h)) with i = 4h
     paper = 72 * b * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))
-    assert _ref("09.training_flops") == pytest.approx(paper / 1e12, rel=1e-12)
+    # at 40 % MFU on 8 H100s (989.4 TFLOP/s dense BF16)
+    assert _ref("09.step_time") == pytest.approx(1e3 * paper / (0.4 * 8 * 989.4e12), rel=1e-9)
+    big = 72 * 32 * s * 48 * 1600**2 * (1 + s / (6 * 1600) + V / (12 * 48 * 1600))  # GPT-2 XL
+    assert _ref("09.step_time", model="XL", batch=32, gpu="a100", n_gpus=16, mfu_pct=50) == \
+        pytest.approx(1e3 * big / (0.5 * 16 * 312e12), rel=1e-9)
     fwd = _fn("09.forward_flops")
     assert fwd(1, 1, 1, 1, 1, 1) == 8 + 4 + 4 + 2
     # 6 x matmul weights per token (4h² + 3·h·i per layer, plus the LM head) + 12·L·s·h
     weights = 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 4096 * 32000
     per_token = 6 * weights + 12 * 32 * 4096 * 4096
-    tokens_per_s = 64 * 4096 / 3.2
     assert _ref("09.mfu_from_log") == pytest.approx(
-        100 * per_token * tokens_per_s / (8 * 989.4e12), rel=1e-9)
+        100 * per_token * 64 * 4096 / 3.2 / (8 * 989.4e12), rel=1e-9)
+    assert _ref("09.mfu_from_log", gpu="a100", n_gpus=16, step_s=5.0) == pytest.approx(
+        100 * per_token * 64 * 4096 / 5.0 / (16 * 312e12), rel=1e-9)
     assert _ref("09.wrong_peak") == pytest.approx(25 * 312 / 165.2)   # Ada whitepaper App. A
+    assert _ref("09.wrong_peak", gpu="l40s", printed=18) == pytest.approx(18 * 312 / 362)
     assert _ref("09.mfu_or_hfu") == "HFU"
     s, l, h, V = 2048, 128, 25600, 51200
     ratio = (72 * (1 + s / (6 * h) + V / (12 * l * h))) / (96 * (1 + s / (6 * h) + V / (16 * l * h)))
@@ -526,13 +685,22 @@ def test_ch09_forward_flops_reference_matches_torch():
 
 
 def test_ch10_references():
-    # float4 x: lanes 16 B apart span 512 B = 16 sectors, the store 4: 640 B per 256 B useful
-    assert _ref("10.float4_dram_fraction") == pytest.approx(100 * 2.5 * 1665 / 4800)
+    # float4 x: lanes 16 B apart span 512 B = 16 sectors, the store 4: 640 B per 256 B useful;
+    # recorded useful bandwidth of that pattern on the H200: 1,696 GB/s
+    assert _ref("10.float4_dram_fraction") == pytest.approx(100 * 2.5 * 1696 / 4800)
     assert _ref("10.float4_fix") == "B"
+    assert _ref("10.float4_fix", order="tensor threads stage soa") == "D"
     assert _ref("10.staged_verdict") == "latency-bound"
-    assert _ref("10.staged_warps") == 233_472 // (58_368 + 1_024) * 8     # 3 blocks of 8 warps
-    # one by one max(4.7 + 288, 144·4.7 + 2) + 5.1 = 683.9 µs; graph 4.7 + 144·2.68 + 5.1
-    assert _ref("10.decode_graph_speedup") == pytest.approx(683.9 / (4.7 + 144 * 2.68 + 5.1))
+    # 4 blocks: 233,472 / 4 = 58,368 B each, minus the 1,024 B reservation: 14,336 floats;
+    # 5 blocks: 46,694 -> 46,592 (128-B units) - 1,024 = 45,568 B = 11,392 -> 11,264 floats
+    assert _ref("10.staged_buffer") == (233_472 // 4 - 1_024) // 4
+    assert _ref("10.staged_buffer", blocks=5) == 11_264
+    # one by one max(6.05 + 288, 144·6.05 + 2) + 4.92 = 878.12 µs; graph 6.05 + 144·2.69 + 4.92
+    assert _ref("10.decode_graph_speedup") == pytest.approx(
+        (144 * LAUNCH + 2 + SYNC) / (LAUNCH + 144 * (NODE + 2) + SYNC))
+    # 300 kernels of 1 µs: 300·6.05 + 1 + 4.92; graph 6.05 + 300·1.69 + 4.92
+    assert _ref("10.decode_graph_speedup", kernels=300, kernel_us=1.0) == pytest.approx(
+        (300 * LAUNCH + 1 + SYNC) / (LAUNCH + 300 * (NODE + 1) + SYNC))
     frac = _fn("10.roofline_fraction")
     # docs/measured/h200.md: cuBLAS FP16 8192³ at 763.9 TFLOP/s = 77.2 % of 989 (full clock)
     assert frac(2 * 8192**3, 3 * 8192**2 * 2, 2 * 8192**3 / 763.9e12, 989e12, 4.8e12) == \
@@ -548,3 +716,8 @@ def test_ch10_prompts_quote_the_models_numbers():
     assert f"{a.seconds * 1e6:.1f} µs" in find("10.float4_dram_fraction").prompt
     assert f"{b.seconds * 1e6:.0f} µs" in find("10.staged_verdict").prompt
     assert f"{a.cost.bytes / 1e6:.0f} MB" in find("10.float4_dram_fraction").prompt
+    from gpu_lessons.system import launch_figures
+
+    h200 = launch_figures("H200")
+    for qid in ("08.min_kernel_time", "08.batch_knee", "10.decode_graph_speedup"):
+        assert f"{h200.launch_us:g} µs" in find(qid).prompt, qid

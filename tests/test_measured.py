@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 RUN = json.loads((DATA / "h200_measurements.json").read_text("utf-8"))
 CHASE = json.loads((DATA / "h200_pointer_chase.json").read_text("utf-8"))
-FIR = json.loads((DATA / "h200_capstone_fir.json").read_text("utf-8"))["kernels"]
+FIR = json.loads((DATA / "h200_capstone_fir.json").read_text("utf-8"))
 MiB = 2**20
 
 
@@ -68,6 +68,40 @@ def _chase_ns(footprint):
     return next(r["ns_per_hop"] for r in CHASE["rows"] if r["footprint_bytes"] == footprint)
 
 
+def _ncu(kernel, metric):
+    return FIR["kernels"][kernel]["ncu_raw"][metric]
+
+
+def _fir_cycles(kernel):
+    """SM cycles of one launch as Nsight Compute timed it: duration x SM clock."""
+    return _ncu(kernel, "gpu__time_duration.sum") * 1e-9 * _ncu(
+        kernel, "sm__cycles_elapsed.avg.per_second")
+
+
+def _fir_sm_active_pct(kernel):
+    # issue slots used over elapsed cycles (4 schedulers x 132 SMs) against Nsight Compute's
+    # issue slots used over *active* cycles: their ratio is the share of cycles with a warp
+    # resident on the SM
+    elapsed = _ncu(kernel, "smsp__inst_executed.sum") / (4 * 132 * _fir_cycles(kernel))
+    return 100 * elapsed / (_ncu(kernel, "sm__inst_issued.avg.pct_of_peak_sustained_active") / 100)
+
+
+def _ldc_per_clock():
+    # ldc_probe's SASS (nvcc -arch=sm_90, cuobjdump): 24 instructions before its loop, a loop body
+    # of 29 (8 LDC.64, 16 FADD, IADD3 x 2, UIADD3, ISETP, BRA) run iters / 16 = 256 times, one
+    # branch past the remainder loop and 12 after (one LDC): 24 + 256 x 29 + 1 + 12 = 7,461
+    # instructions per warp, which is exactly what Nsight Compute counted.  LDC: 2 before the
+    # loop, 8 per trip, 1 after = 2,051 per warp.
+    warps = FIR["meta"]["n_floats"] // 32
+    per_warp = 24 + 256 * 29 + 1 + 12
+    assert FIR["meta"]["ldc_iters"] // 16 == 256
+    assert _ncu("ldc_probe", "smsp__inst_executed.sum") == per_warp * warps
+    # the listing's LDCs: 2 before the loop, 8 in it, 2 in the remainder loop (which runs no
+    # trip: 1,024 iterations are a multiple of 4), 1 after
+    assert FIR["kernels"]["ldc_probe"]["sass_per_thread"]["LDC"] == 2 + 8 + 2 + 1
+    return (2 + 8 * 256 + 1) * warps / 132 / _fir_cycles("ldc_probe")
+
+
 #: key -> the value recomputed from the record, in the figure's unit
 FROM_RECORD = {
     "h200.copy.bandwidth_gbs": lambda: RUN["copy"]["bytes_moved"] / _median(RUN["copy"]["timing"]) / 1e9,
@@ -101,11 +135,15 @@ FROM_RECORD = {
     "h200.pointer_chase.l1_ns": lambda: _chase_ns(16 * 2**10),
     "h200.pointer_chase.l2_ns": lambda: _chase_ns(8 * MiB),
     "h200.pointer_chase.hbm_ns": lambda: _chase_ns(4096 * MiB),
-    "h200.capstone_fir.fir40_v4_us": lambda: FIR["fir40_v4"]["median_s"] * 1e6,
-    "h200.capstone_fir.copy_f4_us": lambda: FIR["copy_f4"]["median_s"] * 1e6,
-    "h200.capstone_fir.fir40_v4_sm_throughput_pct": lambda: FIR["fir40_v4"]["ncu"]["sm_throughput_pct"],
-    "h200.capstone_fir.fir40_v4_dram_throughput_pct":
-        lambda: FIR["fir40_v4"]["ncu"]["dram_throughput_pct"],
+    **{f"h200.capstone_fir.{name}_us": (lambda name=name: FIR["kernels"][name]["median_s"] * 1e6)
+       for name in ("fir40_v1", "fir40_v2", "fir40_v3", "fir40_v4", "copy_f4")},
+    "h200.capstone_fir.fir40_v1_kernel_us": lambda: _ncu("fir40_v1", "gpu__time_duration.sum") / 1e3,
+    "h200.capstone_fir.fir40_v4_kernel_us": lambda: _ncu("fir40_v4", "gpu__time_duration.sum") / 1e3,
+    **{f"h200.capstone_fir.{name}_{what}_pct": (lambda name=name, what=what:
+                                                FIR["kernels"][name]["ncu"][f"{what}_pct"])
+       for name in ("fir40_v1", "fir40_v4") for what in ("sm_throughput", "dram_throughput")},
+    "h200.capstone_fir.fir40_v1_sm_active_pct": lambda: _fir_sm_active_pct("fir40_v1"),
+    "h200.capstone_fir.ldc_per_clock": lambda: _ldc_per_clock(),
 }
 
 
@@ -129,7 +167,8 @@ def test_figure_is_its_record_rounded_as_written(key):
 def test_units_names_and_runs_agree():
     text = (ROOT / "gpu_lessons" / "data" / "measured.toml").read_text("utf-8")
     raw = tomllib.loads(text)
-    suffix = {"µs": "_us", "ms": "_ms", "ns": "_ns", "GB/s": "_gbs", "%": "_pct"}
+    suffix = {"µs": "_us", "ms": "_ms", "ns": "_ns", "GB/s": "_gbs", "%": "_pct",
+              "warp instructions/clock/SM": "_per_clock"}
     for key, fig in measured_figures().items():
         assert key.endswith(suffix[fig.unit]), key
         assert fig.gpu in hardware.names()           # a catalog GPU, by its canonical name

@@ -15,8 +15,11 @@ The package, one job per module:
   :class:`Launch`);
 * :mod:`.mysteries` — the seven kernels of the lesson, one function each (:data:`MYSTERIES`);
 * :mod:`.diagnosis` — :func:`evidence`, :func:`classify`, :func:`diagnose`, :func:`answer_key`;
+* :mod:`.latency_model` — the latency model of lesson 06 for a kernel whose warps each load
+  once, against its measured time (:func:`latency_prediction`);
 * :mod:`.gemm_story` — the end-to-end "make a GEMM faster" example (:func:`gemm_story`);
-* :mod:`.measured` — the H200 figures quoted, with their sources (:data:`H200_MEASURED`).
+* :mod:`.measured` — the H200 figures quoted, by name, from ``data/measured.toml``
+  (:data:`H200_MEASURED`).
 """
 
 from .diagnosis import (
@@ -33,13 +36,15 @@ from .diagnosis import (
 )
 from .gemm_story import Step, Story, gemm_story
 from .kernel import Launch, MysteryKernel, WarpAccess
+from .latency_model import LatencyPrediction, latency_prediction
 from .measured import H200_MEASURED
 from .mysteries import MYSTERIES, mystery, roofline_points
 from .pipes import InstructionMix, SMThroughput, pipe_rates, sm_throughput
 
 __all__ = [
     "H200_MEASURED", "MYSTERIES", "NEAR_ROOF", "VERDICTS", "WAVEFRONTS_PER_SM_PER_CYCLE",
-    "AnswerKey", "Diagnosis", "Evidence", "InstructionMix", "Launch", "MysteryKernel",
-    "SMThroughput", "Step", "Story", "WarpAccess", "answer_key", "classify", "diagnose",
-    "evidence", "gemm_story", "mystery", "pipe_rates", "roofline_points", "sm_throughput",
+    "AnswerKey", "Diagnosis", "Evidence", "InstructionMix", "LatencyPrediction", "Launch",
+    "MysteryKernel", "SMThroughput", "Step", "Story", "WarpAccess", "answer_key", "classify",
+    "diagnose", "evidence", "gemm_story", "latency_prediction", "mystery", "pipe_rates",
+    "roofline_points", "sm_throughput",
 ]

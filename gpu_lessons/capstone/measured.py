@@ -1,57 +1,42 @@
-"""The H200 measurements the capstone and its exercises quote, each with where it comes from.
+"""The H200 measurements the capstone and its exercises quote, by the names the capstone uses.
 
-Raw samples: ``tests/data/h200_measurements.json`` (the course's H200 run) and
-``tests/data/h200_capstone_fir.json`` (the filter of mystery 6); the tables that print them:
-``docs/measured/h200.md``.  ``tests/test_capstone.py`` checks every value against those files.
+Every value is a figure of ``gpu_lessons/data/measured.toml`` read through
+:func:`gpu_lessons.hardware.measured` (``tests/test_measured.py`` recomputes each one from its
+raw record in ``tests/data/``); this module only names them for the mystery kernels and gives
+them in SI units.  The tables that print them: ``docs/measured/h200.md``.
 """
 
 from __future__ import annotations
 
-_RUN = "H200 SXM, CuPy 14.2 / CUDA 13.2, 2026-11-29 19:13 UTC"
+from ..hardware import measured as _figure
 
-#: H200 measurements the lessons quote (notebooks 07, 09, 10): median seconds per run, or
-#: bytes/s for the bandwidths, each with its table in docs/measured/h200.md.
-H200_MEASURED = {
-    "strided_copy_4_stride8": (
-        520.752e-6, f"strided_copy_4 (float), stride 8, 62,914,560 elements out, median of 20 "
-                    f"({_RUN}); docs/measured/h200.md, '4-byte elements by stride'"),
-    "strided_copy_4_stride1": (
-        131.280e-6, f"strided_copy_4 (float), stride 1, 62,914,560 elements out, median of 20 "
-                    f"({_RUN}); docs/measured/h200.md, '4-byte elements by stride'"),
-    "transpose_tiled": (
-        334.512e-6, f"transpose_tiled, 8192 x 8192 floats, median of 20 ({_RUN}); "
-                    "docs/measured/h200.md, 'The SIMT lesson's kernels'"),
-    "transpose_tiled_padded": (
-        152.592e-6, f"transpose_tiled_padded, 8192 x 8192 floats, median of 20 ({_RUN}); "
-                    "docs/measured/h200.md, 'The SIMT lesson's kernels'"),
-    "sgemm_8192": (
-        21.678544e-3, f"cupy.matmul FP32 8192^3 (cuBLAS), normal data, full clock, median of 30 "
-                      f"({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
-    "hgemm_8192": (
-        1.439424e-3, f"cupy.matmul FP16 8192^3 (cuBLAS, FP32 accumulate), normal data, full "
-                     f"clock, median of 30 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
-    "hgemm_1024": (
-        27.456e-6, f"cupy.matmul FP16 1024^3 (cuBLAS, FP32 accumulate), normal data, full "
-                   f"clock, median of 30 ({_RUN}); docs/measured/h200.md, 'Matrix multiply'"),
-    "triad_bandwidth": (
-        4346.0e9, f"triad_f4 (a = b + s*c), 960 MiB arrays, bytes/s ({_RUN}); "
-                  "docs/measured/h200.md, 'Streaming bandwidth'"),
-    "copy_bandwidth": (
-        4205e9, f"copy_f4, 960 MiB arrays, bytes/s ({_RUN}); docs/measured/h200.md, "
-                "'Streaming bandwidth'"),
-    "fir40_v4": (
-        226e-6, "fir40_v4 (taps in __constant__, float4 loads), 2^26 floats in and out, "
-                "compiled for sm_90, H200 SXM (summary figure of the course's accuracy review; "
-                "tests/data/h200_capstone_fir.json); docs/measured/h200.md, 'The capstone's "
-                "filter'"),
+#: The capstone's name for each figure -> its key in ``data/measured.toml``.
+FIGURES = {
+    "strided_copy_4_stride8": "h200.strided_copy.float_stride8_us",
+    "strided_copy_4_stride1": "h200.strided_copy.float_stride1_us",
+    "transpose_tiled": "h200.simt.transpose_tiled_us",
+    "transpose_tiled_padded": "h200.simt.transpose_tiled_padded_us",
+    "sgemm_8192": "h200.gemm.fp32_8192_ms",
+    "hgemm_8192": "h200.gemm.fp16_8192_ms",
+    "hgemm_1024": "h200.gemm.fp16_1024_ms",
+    "triad_bandwidth": "h200.triad.bandwidth_gbs",
+    "copy_bandwidth": "h200.copy.bandwidth_gbs",
+    "fir40_v1": "h200.capstone_fir.fir40_v1_us",
+    "fir40_v2": "h200.capstone_fir.fir40_v2_us",
+    "fir40_v3": "h200.capstone_fir.fir40_v3_us",
+    "fir40_v4": "h200.capstone_fir.fir40_v4_us",
+    "copy_f4": "h200.capstone_fir.copy_f4_us",
 }
 
-
-def measured(key: str) -> float:
-    """The value of ``H200_MEASURED[key]`` (seconds, or bytes/s for a bandwidth)."""
-    return H200_MEASURED[key][0]
+#: ``{name: (value in SI units, where it comes from)}``: seconds, or bytes/s for a bandwidth.
+H200_MEASURED = {name: (_figure(key).si, _figure(key).source) for name, key in FIGURES.items()}
 
 
-def source(key: str) -> str:
-    """Where ``H200_MEASURED[key]`` comes from, prefixed "measured: " for a kernel card."""
-    return "measured: " + H200_MEASURED[key][1]
+def measured(name: str) -> float:
+    """The figure ``name`` of :data:`FIGURES` in SI units (seconds, or bytes/s)."""
+    return _figure(FIGURES[name]).si
+
+
+def source(name: str) -> str:
+    """Where figure ``name`` comes from, prefixed "measured: " for a kernel card."""
+    return "measured: " + _figure(FIGURES[name]).source

@@ -3,16 +3,16 @@
 Every kernel's time says where it comes from (``time_source``): measured on an H200
 (:mod:`gpu_lessons.capstone.measured`) or derived from one of the course's models.  Every
 instruction mix says where its counts come from: for the kernels written out in CUDA, the SASS
-``nvcc 13.0 -arch=sm_90`` produces (``nvdisasm``; executed instructions per thread, every loop
-unrolled, so each instruction runs once); for cuBLAS and the decoder layer, a model of the
-algorithm, stated beside it.
+``nvcc -arch=sm_90`` produces (executed instructions per thread, every loop unrolled, so each
+instruction runs once; the filter's as recorded with its H200 run); for cuBLAS and the decoder
+layer, a model of the algorithm, stated beside it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import _validate, costs, latency, memory, system
+from .. import _validate, costs, memory, system
 from ..costs import KernelCost
 from .kernel import Launch, MysteryKernel, WarpAccess
 from .measured import measured, source
@@ -27,14 +27,6 @@ _SASS = "SASS of nvcc 13.0 for sm_90, executed instructions per thread"
 def _elementwise_cost(name, n, flops_per_element=0, dtype="fp32") -> KernelCost:
     return costs.elementwise(n, flops_per_element=flops_per_element, reads=1, writes=1,
                              dtype=dtype, name=name)
-
-
-def _stream_bandwidth(regs, *, bytes_per_load=4, alu=40) -> float:
-    """Predicted DRAM bandwidth (B/s) of a 256-thread streaming kernel on an H200
-    (:func:`gpu_lessons.latency.compare`, 600 ns loaded latency)."""
-    cfg = latency.Config(f"{regs} registers", 256, regs, ilp=1, alu_per_load=alu,
-                         bytes_per_load=bytes_per_load)
-    return latency.compare([cfg], "h200").results[0].bandwidth
 
 
 # -- 1. One field of an array of 32-byte structs: lanes 32 bytes apart ---------------------------
@@ -281,24 +273,44 @@ def decode_layer() -> MysteryKernel:
              "sequence has its own cache"))
 
 
-# -- 6. A filter whose registers cap the resident warps ---------------------------------------
+# -- 6. A filter with too few resident warps ---------------------------------------------------
 
 _FIR_N = 1 << 26
-#: One tap is ``acc = fmaf(w[k], v + s[k], acc)``: an FADD and an FFMA, 3 FLOPs.
+#: One tap of the filter is ``acc = fmaf(w[k], v + s[k], acc)``: an add and a multiply-add,
+#: 3 FLOPs; 40 taps, 120 FLOPs per element.
 FIR_TAPS = 40
 FIR_FLOPS_PER_ELEMENT = 3 * FIR_TAPS
+#: FP32 instructions per element of the fixed filter (an FADD and an FFMA per tap) ...
 FIR_FP32_PER_ELEMENT = 2 * FIR_TAPS
+#: ... and of the mystery, which computes each tap per thread: nvcc turns a tap into three
+#: FFMAs (w = a·k + b, v + c·k, and the accumulation), 119 FFMA and one FADD in all.
+FIR_V1_FP32_PER_ELEMENT = 3 * FIR_TAPS
+
+#: SASS instructions per thread by opcode, as recorded with the H200 run
+#: (``tests/data/h200_capstone_fir.json``, ``kernels.NAME.sass_per_thread``; nvcc for sm_90,
+#: every loop unrolled, so each runs once per thread).
+FIR_SASS = {
+    "fir40_v1": {"LDC": 4, "S2R": 1, "S2UR": 1, "HFMA2": 1, "IMAD": 1, "ULDC": 4, "ISETP": 2,
+                 "EXIT": 2, "SHF": 2, "IADD3": 4, "LDG": 1, "FFMA": 119, "FADD": 1, "STG": 1},
+    "fir40_v4": {"LDC": 2, "S2R": 1, "S2UR": 1, "HFMA2": 1, "IMAD": 1, "ULDC": 44, "ISETP": 2,
+                 "EXIT": 2, "SHF": 2, "IADD3": 4, "LDG": 1, "FADD": 160, "FFMA": 160, "STG": 1},
+}
+#: Dynamic shared memory the mystery's launch asks for (and never uses), bytes.
+FIR_V1_SHARED = 120 * 1024
+_FIR_RECORD = ("SASS recorded with the H200 run (nvcc for sm_90, cuobjdump), executed "
+               "instructions per thread")
 
 
 def _fir40_v4() -> MysteryKernel:
     n = _FIR_N
     return MysteryKernel(
-        key="register_hog (fixed)", title="The filter with shared taps and float4 loads",
+        key="fir_filter (fixed)", title="The filter with its taps in constant memory, float4",
         code=r"""
 // ptxas -v: 28 registers; the 40 taps live in __constant__ memory (the same for all threads)
 __constant__ float w[40], s[40];
 __global__ void __launch_bounds__(256, 8) fir40_v4(const float4* x, float4* y, long n4) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= n4) return;
     float4 v = x[i], acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int k = 0; k < 40; ++k) { acc.x = fmaf(w[k], v.x + s[k], acc.x); /* .y .z .w alike */ }
     y[i] = acc;
@@ -312,60 +324,54 @@ __global__ void __launch_bounds__(256, 8) fir40_v4(const float4* x, float4* y, l
                              bytes_per_thread=16),
                   WarpAccess("store y[i] (float4)", tuple(memory.strided(1, element_bytes=16)),
                              bytes_per_thread=16)),
-        # per thread (4 elements): 160 FADD, 160 FFMA, 1 HFMA2; 44 ULDC.64 (the taps, two at
-        # a time, as uniform operands) + S2UR; 2 LDC; LDG.128, STG.128, S2R; 9 integer; 2 EXIT
-        instructions=InstructionMix.per_thread(
-            n // 4, {"fp32": 321, "uniform": 45, "constant": 2, "lsu": 3, "int": 9,
-                     "other": 2}, source=_SASS),
+        # per thread (4 elements): 160 FADD, 160 FFMA, 1 HFMA2; 44 ULDC (the taps, two at a
+        # time, as uniform operands) + S2UR; 2 LDC; LDG.128, STG.128, S2R; 9 integer; 2 EXIT
+        instructions=InstructionMix.from_sass(n // 4, FIR_SASS["fir40_v4"], source=_FIR_RECORD),
         fix=("do fewer instructions: w·(v + s) = w·v + w·s, so precompute w·s and each tap is "
              "one FFMA (40 instead of 80 per element); summed over the taps the filter is even "
              "v·Σw + Σw·s, one FFMA per element"))
 
 
-def register_hog() -> MysteryKernel:
-    """Mystery 6: a 40-tap filter whose per-thread taps take 168 registers.
+def fir_filter() -> MysteryKernel:
+    """Mystery 6: a 40-tap filter launched with 120 KiB of shared memory per block it never
+    uses, so one 256-thread block (8 warps) fits per SM; each thread computes the taps.
 
-    Its time is model-derived (:func:`gpu_lessons.latency.compare` for 8 warps per SM with
-    one 4-byte load in flight and 180 other instructions per load: the mix below); the fix is
-    measured (``fir40_v4``).
+    Measured on an H200 (``fir40_v1`` of ``tools/device/capstone_fir.py``), as is its fix.
+    :func:`gpu_lessons.capstone.latency_prediction` gives the latency model's time for it
+    (1.48 ms against the measured 1.50 ms) and says what that model leaves out.
     """
     n = _FIR_N
-    per_thread = {"fp32": 2 * FIR_FP32_PER_ELEMENT, "int": 9, "lsu": 3, "uniform": 5,
-                  "constant": 2, "other": 2}
-    other_per_load = sum(per_thread.values()) - 1
-    slow_bw = _stream_bandwidth(168, alu=other_per_load)
     return MysteryKernel(
-        key="register_hog", title="A 40-tap filter with per-thread taps in registers",
+        key="fir_filter", title="A 40-tap filter",
         code=r"""
-// ptxas -v: Used 168 registers, 0 bytes spill stores
-__global__ void fir40(const float* __restrict__ x, float* __restrict__ y, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;      // 256 threads per block
-    float w[40], s[40];                  // per-thread taps and state, all in registers
-    make_taps(w, s);                     // computed (one FP32 instruction each), not loaded
+// launched as fir40<<<n / 256, 256, 120 * 1024>>>(x, y, n, a, b, c): 120 KiB of dynamic
+// shared memory per block, which the kernel never uses.  ptxas -v: 16 registers.
+__global__ void fir40(const float* __restrict__ x, float* __restrict__ y, long n,
+                      float a, float b, float c) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float w[40], s[40];                      // the taps: the same for every thread
+    #pragma unroll
+    for (int k = 0; k < 40; ++k) { w[k] = fmaf(a, (float)k, b); s[k] = c * k; }
     float v = x[i], acc = 0.f;
     #pragma unroll
-    for (int k = 0; k < 40; ++k) acc = fmaf(w[k], v + s[k], acc);   // FADD + FFMA per tap
+    for (int k = 0; k < 40; ++k) acc = fmaf(w[k], v + s[k], acc);
     y[i] = acc;
 }""",
         gpu=GPU, precision="fp32", sizes=f"{n:,} floats in, {n:,} out (256 MiB each)",
         cost=_elementwise_cost("40-tap filter", n, flops_per_element=FIR_FLOPS_PER_ELEMENT),
-        seconds=2 * n * 4 / slow_bw, measured=False,
-        time_source=(f"model-derived: the latency-hiding model (gpu_lessons.latency.compare, "
-                     f"600 ns loaded latency) predicts {slow_bw / 1e9:,.0f} GB/s for 8 resident "
-                     f"warps per SM, each thread with one 4-byte load in flight and "
-                     f"{other_per_load} other instructions"),
-        launch=Launch(blocks=n // 256, threads_per_block=256, registers_per_thread=168),
+        seconds=measured("fir40_v1"), measured=True, time_source=source("fir40_v1"),
+        launch=Launch(blocks=n // 256, threads_per_block=256, registers_per_thread=16,
+                      shared_mem_per_block=FIR_V1_SHARED),
         accesses=(WarpAccess("load x[i]", tuple(memory.strided(1))),
                   WarpAccess("store y[i]", tuple(memory.strided(1)))),
-        # make_taps 80 FP32 + the filter's 40 FADD + 40 FFMA; the scalar kernel's indexing,
-        # load, store and exit as nvcc compiles them for sm_90
-        instructions=InstructionMix.per_thread(
-            n, per_thread, source="model: 80 FP32 for make_taps, 80 for the filter (as in "
-                                  "fir40_v4's SASS), the scalar kernel's other instructions"),
-        fix=("free registers so more warps fit: the taps are the same for every thread, so "
-             "keep them in constant (or shared) memory — the compiler then needs 28 registers "
-             "(__launch_bounds__(256, 8) guarantees at most 32); load float4 so each thread "
-             "has 16 bytes in flight"),
+        # per thread: 119 FFMA + 1 FADD (three FFMAs per tap); 4 LDC, 4 ULDC + S2UR (the
+        # parameters); LDG, STG, S2R; 9 integer; 2 EXIT
+        instructions=InstructionMix.from_sass(n, FIR_SASS["fir40_v1"], source=_FIR_RECORD),
+        fix=("give the SM more warps: launch without the 120 KiB nobody uses (then 8 blocks, 64 "
+             "warps, fit per SM); the taps are the same for every thread, so read them from "
+             "__constant__ memory instead of computing them (80 FP32 instructions per element "
+             "instead of 120); load float4 so each thread has 16 bytes in flight"),
         after=_fir40_v4())
 
 
@@ -449,7 +455,7 @@ torch.cuda.synchronize()""",
 
 # -- the catalogue ----------------------------------------------------------------------------------
 
-_BUILDERS = (aos_field, transpose_tiled, sgemm, hgemm, decode_layer, register_hog, kernel_chain)
+_BUILDERS = (aos_field, transpose_tiled, sgemm, hgemm, decode_layer, fir_filter, kernel_chain)
 
 #: The mystery kernels in the order notebook 10 shows them, by key.
 MYSTERIES: dict[str, MysteryKernel] = {k.key: k for k in (b() for b in _BUILDERS)}

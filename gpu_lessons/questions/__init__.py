@@ -5,10 +5,15 @@ in the order its exercise notebook asks them.  Modules are imported on first use
 question computes its reference answer only when it is checked, so importing the checks in
 a notebook stays cheap.
 
-To add a question: append it to the chapter's ``QUESTIONS``, give the exercise notebook the
-stub from ``question.stub()`` (it defines the variable or function named ``question.name``
-and calls ``check``), put the worked answer in ``solutions/``, and run
-``pytest tests/test_checks.py``, which checks every registered question is well formed.
+:func:`load` and :func:`find` hand out questions bound to their default parameters (the
+numbers the lessons and ``solutions/`` use); :func:`templates` gives the unbound ones, whose
+``bind(params)`` makes any variant (:mod:`gpu_lessons.assignments` draws one per student).
+
+To add a question: append it to the chapter's ``QUESTIONS``, run
+``python tools/sync_exercises.py`` (it writes the question's cell into the exercise and
+solution notebooks from its title and prompt, and adds the answer and check cells), put the
+worked answer in ``solutions/``, and run ``pytest tests/test_checks.py``, which checks every
+registered question and every one of its variants is well formed.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import keyword
 import re
 from functools import cache
 
-from .types import Choice, Function, Number, Question
+from .types import Choice, Design, Function, Number, Question
 
 #: Chapters that have an exercise notebook.
 CHAPTERS = tuple(range(1, 11))
@@ -42,16 +47,27 @@ def chapter_number(chapter) -> int:
 
 
 def load(chapter) -> tuple:
-    """The questions of one chapter, checked for the rules every question must follow."""
+    """The questions of one chapter, bound to their default parameters, checked for the rules
+    every question must follow."""
     return _load(chapter_number(chapter))
+
+
+def templates(chapter) -> tuple:
+    """The questions of one chapter as declared: variant questions unbound."""
+    return _templates(chapter_number(chapter))
+
+
+@cache
+def _templates(number: int) -> tuple:
+    module = importlib.import_module(f"{__name__}.ch{number:02d}")
+    found = tuple(getattr(module, "QUESTIONS", ()))
+    validate(found, f"ch{number:02d}.QUESTIONS", chapter=number)
+    return found
 
 
 @cache
 def _load(number: int) -> tuple:
-    module = importlib.import_module(f"{__name__}.ch{number:02d}")
-    found = tuple(getattr(module, "QUESTIONS", ()))
-    _validate(number, found)
-    return found
+    return tuple(q.bind() for q in _templates(number))
 
 
 def all_questions() -> dict:
@@ -75,23 +91,51 @@ def find(question_id):
     raise ValueError(f"question_id={question_id!r} is not a known question.{hint}")
 
 
-def _validate(number: int, found: tuple) -> None:
-    ids, names = set(), set()
+def validate(found: tuple, where: str, *, chapter: int | None = None,
+             taken: tuple = ()) -> None:
+    """Check the rules every question follows (built-in or from a private bank).
+
+    ``where`` names the source in messages; ``chapter``, when given, is the chapter every id
+    must belong to; ``taken`` are questions already registered, whose ids and names (within a
+    chapter) a new question may not reuse.
+    """
+    ids = {q.id for q in taken}
+    names = {(q.chapter, q.name) for q in taken}
     for q in found:
         if not isinstance(q, Question):
-            raise TypeError(f"ch{number:02d}.QUESTIONS holds {q!r}, not a Question")
+            raise TypeError(f"{where} holds {q!r}, not a Question")
         match = _ID.match(q.id)
-        if not match or int(match.group(1)) != number:
-            raise ValueError(f"question id {q.id!r} must look like '{number:02d}.some_name'")
+        if not match or int(match.group(1)) not in CHAPTERS or (
+                chapter is not None and int(match.group(1)) != chapter):
+            want = f"{chapter:02d}" if chapter is not None else "NN"
+            raise ValueError(f"{where}: question id {q.id!r} must look like "
+                             f"'{want}.some_name' with a chapter of 01..10")
         if not q.name.isidentifier() or keyword.iskeyword(q.name):
             raise ValueError(f"{q.id}: name={q.name!r} is not a Python identifier")
-        if q.id in ids or q.name in names:
-            raise ValueError(f"{q.id}: duplicate id or name {q.name!r} in chapter {number}")
-        if not isinstance(q.answer, (Number, Choice, Function)):
-            raise TypeError(f"{q.id}: answer must be a Number, Choice or Function")
+        if q.id in ids or (q.chapter, q.name) in names:
+            raise ValueError(f"{q.id}: duplicate id or name {q.name!r} in chapter {q.chapter}")
+        if not isinstance(q.answer, (Number, Choice, Design, Function)):
+            raise TypeError(f"{q.id}: answer must be a Number, Choice, Design or Function")
         if isinstance(q.answer, Function) and not q.answer.signature.startswith(f"{q.name}("):
             raise ValueError(f"{q.id}: signature {q.answer.signature!r} must call {q.name}(...)")
-        if not (isinstance(q.points, (int, float)) and q.points > 0):
+        if isinstance(q.answer, Function) and q.vary:
+            raise ValueError(f"{q.id}: a Function question does not vary (its inputs are "
+                             f"random already)")
+        if isinstance(q.answer, Design) and not all(
+                isinstance(name, str) and (kind == "int" or isinstance(kind, tuple))
+                for name, kind in q.answer.fields):
+            raise ValueError(f"{q.id}: Design fields must be (name, 'int' or a tuple of "
+                             f"options) pairs")
+        if not (isinstance(q.points, (int, float)) and not isinstance(q.points, bool)
+                and q.points > 0):
             raise ValueError(f"{q.id}: points must be > 0, got {q.points!r}")
+        if len({v.name for v in q.vary}) != len(q.vary):
+            raise ValueError(f"{q.id}: two parameters share a name")
+        try:
+            q.bind()
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"{q.id}: its prompt, hint or a mistake message does not render "
+                             f"with the default parameters ({type(exc).__name__}: {exc}); "
+                             f"write a literal brace as {{{{ or }}}}") from exc
         ids.add(q.id)
-        names.add(q.name)
+        names.add((q.chapter, q.name))

@@ -2,52 +2,51 @@
 
 References come from :mod:`gpu_lessons.hardware` (datasheet figures with their sources) and
 :mod:`gpu_lessons.latency` (Little's law: bytes in flight = bandwidth x latency, J. D. C.
-Little, Operations Research 9(3), 1961); they are imported inside each function so that
-listing questions costs nothing.
+Little, Operations Research 9(3), 1961).
 """
 
 from __future__ import annotations
 
-from .types import Choice, Function, Mistake, Number, Question
+from ..hardware import catalog, compute_peak
+from ..hardware import gpu as lookup
+from ..latency import bytes_in_flight, littles_law
+from ._common import gpus, max_threads_per_sm, tbs
+from .types import Choice, Function, Mistake, Number, Question, Vary
+
+# -- 01.fp32_peak_capped: the FP32 peak at a clock below boost ----------------------------------
+
+#: GPUs whose CUDA-core boost clock the catalog has (the H200 would repeat the H100's numbers).
+_PEAK_GPUS = ("h100", "a100", "v100", "h100 pcie", "rtx 4090", "rtx 3090", "l40s", "l4", "t4",
+              "quadro rtx 5000")
 
 
-def _h100_fp32_tflops() -> float:
-    """H100 SXM5 FP32 peak from first principles: 132 SMs x 128 cores x 1980 MHz x 2 FLOPs.
-
-    Source: NVIDIA H100 whitepaper v1.04, Table 3 (via the catalog); an FMA counts as 2 FLOPs.
-    """
-    from ..hardware import gpu
-
-    return gpu("h100").pi_from_cores() / 1e12
+def _capped_mhz(gpu, clock_pct) -> int:
+    """The sustained clock: ``clock_pct`` % of the boost clock, to the nearest MHz."""
+    return round(lookup(gpu).boost_mhz * clock_pct / 100)
 
 
-def _tflops_of(name: str) -> float:
-    from ..hardware import gpu
+def _capped_peak(gpu, clock_pct) -> float:
+    """FP32 peak in TFLOP/s at the sustained clock: SMs x FP32 lanes x clock x 2 FLOPs per FMA
+    (an FMA is a multiply and an add).  H100 SXM5 at 90 % of 1980 MHz: 132 x 128 x 1782 MHz x 2
+    = 60.2 TFLOP/s.  Lane counts and clocks: the catalog (whitepapers and datasheets)."""
+    g = lookup(gpu)
+    return compute_peak(g.fp32_cores, _capped_mhz(gpu, clock_pct) * 1e6, 2) / 1e12
 
-    return gpu(name).pi_from_cores() / 1e12
+
+def _capped_fields(gpu, clock_pct) -> dict:
+    g = lookup(gpu)
+    return {"key": gpu, "boost": f"{g.boost_mhz:,.0f}", "clock": f"{_capped_mhz(gpu, clock_pct):,}"}
 
 
-def _near_tensor_peak(answer: float, _ref: float) -> bool:
-    """True when the answer is one of the H100's tensor-core peaks (dense or 2:4 sparse)."""
-    from ..hardware import gpu
-
-    h100 = gpu("h100")
-    peaks = [h100.peak_flops(p) / 1e12 for p in ("tf32", "fp16", "fp8")]
+def _near_tensor_peak(answer: float, _ref: float, gpu, clock_pct) -> bool:
+    """True when the answer is one of the GPU's tensor-core peaks (dense or 2:4 sparse)."""
+    g = lookup(gpu)
+    peaks = [t for p, t in g.peak_tflops.items() if p not in ("fp32", "fp64")]
     return any(abs(answer - p) <= 0.01 * p for peak in peaks for p in (peak, 2 * peak))
 
 
-def _sm_clock_only(_ref: float) -> float:
-    """SMs x clock x 2, i.e. the per-SM core count left out."""
-    from ..hardware import gpu
-
-    h100 = gpu("h100")
-    return h100.sms * h100.boost_mhz * 1e6 * 2 / 1e12
-
-
 def _peak_flops_reference(sms, cores_per_sm, clock_mhz):
-    """pi = N_cores x f x 2 (the seed's formula; an FMA is 2 FLOPs), in FLOP/s."""
-    from ..hardware import compute_peak
-
+    """pi = N_cores x f x 2 (an FMA is 2 FLOPs), in FLOP/s."""
     return compute_peak(sms * cores_per_sm, clock_mhz * 1e6, 2)
 
 
@@ -59,51 +58,39 @@ def _peak_flops_inputs(rng) -> dict:
 
 def _peak_flops_edges() -> list[dict]:
     """Every catalog GPU's own numbers, then the smallest legal inputs."""
-    from ..hardware import catalog
-
     real = [{"sms": g.sms, "cores_per_sm": g.fp32_cores_per_sm, "clock_mhz": g.boost_mhz}
             for g in catalog().values() if g.boost_mhz is not None]
     return [*real, {"sms": 1, "cores_per_sm": 1, "clock_mhz": 1.0}]
 
 
-# -- Little's law: warps in flight on an H200 ----------------------------------------------------
+# -- 01.loads_per_thread: Little's law against the threads an SM can hold ------------------------
 
-#: The loaded DRAM latency the prompts state: the course's round figure for HBM under load
-#: (:data:`gpu_lessons.latency.DEFAULT_LATENCY_NS`), fixed here because the prompts print it.
+_LAW_GPUS = ("h200", "h100", "a100", "b200", "v100", "l40s", "rtx 4090", "h100 pcie")
+
+
+def _loads_per_thread(gpu, latency_ns, load_bytes) -> float:
+    """Loads each resident thread must keep in flight to keep DRAM busy: bytes in flight per
+    SM (bandwidth x latency / SMs, Little's law) / bytes per load / the most threads an SM
+    holds.  H200: 4.8 TB/s x 600 ns / 132 SMs = 21,818 B per SM; / 4 B = 5,455 loads; / 2,048
+    threads = 2.66 loads per thread."""
+    law = littles_law(gpu, latency_ns=latency_ns, bytes_per_thread=load_bytes)
+    return law.threads_per_sm / max_threads_per_sm(gpu)
+
+
+def _law_fields(gpu, latency_ns, load_bytes) -> dict:
+    g = lookup(gpu)
+    return {"key": gpu, "sms": g.sms, "bandwidth": tbs(g.bandwidth),
+            "max_threads": f"{max_threads_per_sm(gpu):,}"}
+
+
+# -- 01.threads_needed: Little's law as a function ------------------------------------------------
+
+#: The loaded DRAM latency of the function's edge cases: the course's round figure for HBM.
 _LATENCY_NS = 600.0
 
 
-def _warps_per_sm(name: str = "h200", bytes_per_thread: int = 4) -> float:
-    """Warps per SM that keep ``name``'s DRAM busy, each thread with one load in flight.
-
-    warps/SM = bandwidth x latency / SMs / bytes per thread / 32 (Little's law).  H200:
-    4.8 TB/s (datasheet) x 600 ns / 132 SMs / 4 B / 32 = 170.5 warps.
-    """
-    from ..latency import littles_law
-
-    return littles_law(name, latency_ns=_LATENCY_NS,
-                       bytes_per_thread=bytes_per_thread).warps_per_sm
-
-
-def _max_warps_cc90(_ref: float) -> float:
-    """The most warps one CC 9.0 SM can hold (CUDA Programming Guide, compute capabilities)."""
-    from ..occupancy import compute_capability
-
-    return compute_capability("9.0").max_warps_per_sm
-
-
-def _sms(name: str) -> int:
-    from ..hardware import gpu
-
-    return gpu(name).sms
-
-
-# -- Little's law as a function -----------------------------------------------------------------
-
 def _threads_needed_reference(bandwidth_gbs, latency_ns, bytes_per_thread):
     """threads = bandwidth x latency / bytes per thread (Little's law), no rounding."""
-    from ..latency import bytes_in_flight
-
     return bytes_in_flight(bandwidth_gbs * 1e9, latency_ns * 1e-9) / bytes_per_thread
 
 
@@ -117,62 +104,85 @@ def _threads_needed_inputs(rng) -> dict:
 
 def _threads_needed_edges() -> list[dict]:
     """Every catalog GPU's datasheet bandwidth at 600 ns, one float per thread."""
-    from ..hardware import catalog
-
     return [{"bandwidth_gbs": g.bandwidth_gbs, "latency_ns": _LATENCY_NS,
              "bytes_per_thread": 4} for g in catalog().values()]
 
 
-# -- which workload fits a GPU --------------------------------------------------------------------
+# -- 01.gpu_workload: which workload fits a GPU ----------------------------------------------------
 
-#: 01.gpu_workload's options: how many independent pieces of work each offers at once.
-#: A: a linked-list walk (each node's address is in the previous node: one at a time);
-#: B: c = a + b over 10^8 floats (every element independent); C: the sum of 1,000 floats.
-_WORKLOAD_PARALLELISM = {"A": 1, "B": 10**8, "C": 1_000}
+#: The three workloads and how many independent pieces of work each offers at once.
+_WORKLOADS = {
+    "list": ("walk a linked list of 10⁶ nodes (each node holds the address of the next)", 1),
+    "add": ("`c = a + b` over two arrays of {big} floats", None),
+    "sum": ("the sum of {small} floats", None),
+}
+#: Orders in which the options are lettered A, B, C.
+_ORDERS = ("list add sum", "add sum list", "sum list add", "list sum add", "add list sum",
+           "sum add list")
 
 
-def _gpu_workload() -> str:
-    """The one option with enough independent work to cover an H100's memory latency.
+def _pieces(name, big, small) -> int:
+    return {"list": 1, "add": big, "sum": small}[name]
 
-    Little's law: an H100 SXM5 needs 3.35 TB/s x 600 ns / 4 B = 502,500 four-byte loads in
-    flight; only a workload with at least that many independent elements can supply them.
-    """
-    from ..latency import littles_law
 
-    law = littles_law("h100", latency_ns=_LATENCY_NS, bytes_per_thread=4)
+def _letter(order, name) -> str:
+    return "ABC"[order.split().index(name)]
+
+
+def _gpu_workload(gpu, order, big, small) -> str:
+    """The option with enough independent work to cover the GPU's memory latency: by Little's
+    law an H100 SXM5 needs 3.35 TB/s x 600 ns / 4 B = 502,500 four-byte loads in flight, and
+    only a workload with at least that many independent elements supplies them."""
+    law = littles_law(gpu, latency_ns=_LATENCY_NS, bytes_per_thread=4)
     needed = law.bytes_in_flight / law.bytes_per_thread
-    fits = [k for k, n in _WORKLOAD_PARALLELISM.items() if n >= needed]
+    fits = [n for n in order.split() if _pieces(n, big, small) >= needed]
     if len(fits) != 1:
         raise AssertionError(f"01.gpu_workload should have one answer, the model gives {fits}")
-    return fits[0]
+    return _letter(order, fits[0])
+
+
+def _workload_fields(gpu, order, big, small) -> dict:
+    lines = []
+    for letter, name in zip("ABC", order.split(), strict=True):
+        text = _WORKLOADS[name][0].format(big=f"{big:,}", small=f"{small:,}")
+        lines.append(f"- **{letter}**: {text};")
+    lines[-1] = lines[-1][:-1] + "."
+    return {"options": "\n".join(lines), "bandwidth": tbs(lookup(gpu).bandwidth)}
 
 
 QUESTIONS = (
     Question(
-        id="01.fp32_peak_h100",
+        id="01.fp32_peak_capped",
         name="fp32_peak_tflops",
         points=1,
-        prompt="The FP32 (CUDA-core) peak of an H100 SXM5 from cores x boost clock x FLOPs per "
-               "cycle, in TFLOP/s.",
-        hint="Use the SXM5's SM count, FP32 cores per SM and CUDA-core boost clock.",
+        title="Peak FP32 at a sustained clock",
+        prompt="A processor's peak arithmetic rate is π = units × clock × FLOPs per cycle per "
+               "unit. A GPU's FP32 units are its FP32 lanes (\"CUDA cores\"), spread over its "
+               "SMs; each lane completes one fused multiply-add (FMA) per cycle.\n\n"
+               "The datasheet peak of the **{gpu}** assumes its boost clock of {boost} MHz. "
+               "Under a long, heavy load its power limit holds the clock at **{clock} MHz**. "
+               "What FP32 peak does that sustained clock allow, in **TFLOP/s**? Take the SM "
+               "count and the lanes per SM from the catalog (`gpu(\"{key}\")`) and store the "
+               "answer in `fp32_peak_tflops`. (Count the FLOPs in an FMA carefully.)",
+        hint="SMs × FP32 lanes per SM × the sustained clock in Hz × FLOPs per FMA.",
+        vary=(gpus(*_PEAK_GPUS),
+              Vary("clock_pct", (90, 80, 85, 95), "the sustained clock, % of the boost clock")),
+        derive=_capped_fields,
         answer=Number(
-            reference=_h100_fp32_tflops,
+            reference=_capped_peak,
             units="TFLOP/s",
             rtol=0.01,
             mistakes=(
-                Mistake("fma", "looks like one FLOP per core per clock: a fused multiply-add "
-                        "counts as 2 FLOPs (×2).", value=lambda ref: ref / 2),
-                Mistake("h100_pcie", "that is the H100 PCIe (114 SMs at 1755 MHz), not the "
-                        "SXM5.", value=lambda ref: _tflops_of("h100 pcie")),
-                Mistake("pcie_sms", "114 SMs is the H100 PCIe; the SXM5 has more.",
-                        value=lambda ref: ref * 114 / 132),
-                Mistake("tensor_clock", "1830 MHz is the clock NVIDIA quotes for tensor-core "
-                        "peaks; the CUDA cores boost to 1980 MHz.",
-                        value=lambda ref: ref * 1830 / 1980),
+                Mistake("fma", "looks like one FLOP per lane per clock: a fused multiply-add "
+                        "counts as 2 FLOPs (×2).", value=lambda ref, **p: ref / 2),
+                Mistake("boost_clock", "that is the peak at the {boost} MHz boost clock (the "
+                        "datasheet figure); the question asks what {clock} MHz allows.",
+                        value=lambda ref, gpu, clock_pct: ref * 100 / clock_pct),
                 Mistake("tensor_peak", "that is a tensor-core peak; the question asks for the "
                         "FP32 CUDA-core peak.", when=_near_tensor_peak),
-                Mistake("per_sm_cores", "looks like the 128 FP32 cores per SM were left out "
-                        "(SMs x clock x 2 is one core per SM).", value=_sm_clock_only),
+                Mistake("per_sm_lanes", "looks like the FP32 lanes per SM were left out (SMs × "
+                        "clock × 2 counts one lane per SM).",
+                        value=lambda ref, gpu, clock_pct: ref / lookup(gpu).fp32_cores_per_sm),
             ),
         ),
     ),
@@ -180,8 +190,12 @@ QUESTIONS = (
         id="01.peak_flops",
         name="peak_flops",
         points=2,
-        prompt="Write peak_flops(sms, cores_per_sm, clock_mhz) returning the FP32 peak in "
-               "FLOP/s (one FMA per core per clock).",
+        title="The peak formula as a function",
+        prompt="Write `peak_flops(sms, cores_per_sm, clock_mhz)` that returns the FP32 peak of "
+               "*any* GPU in **FLOP/s** (not TFLOP/s), assuming one FMA per core per clock. "
+               "`clock_mhz` is in MHz.\n\n"
+               "The check calls your function on every GPU in the catalog and on 100 random "
+               "inputs.",
         answer=Function(
             reference=_peak_flops_reference,
             inputs=_peak_flops_inputs,
@@ -202,34 +216,45 @@ QUESTIONS = (
         ),
     ),
     Question(
-        id="01.warps_per_sm_h200",
-        name="warps_per_sm",
+        id="01.loads_per_thread",
+        name="loads_per_thread",
         points=2,
-        prompt="An H200 SXM (4.8 TB/s HBM3e, 132 SMs); a DRAM access under load takes 600 ns. "
-               "If every thread keeps one 4-byte load in flight, how many warps per SM must be "
-               "waiting on memory at any moment to keep the HBM busy?",
-        hint="Bytes in flight = bandwidth x latency (Little's law); share them among the SMs, "
-             "then count 4-byte loads, 32 threads to a warp.",
+        title="Little's law against the threads an SM holds",
+        prompt="**Little's law**: items in flight = throughput × latency. For memory, *bytes in "
+               "flight = bandwidth × latency*: that many bytes must be requested and not yet "
+               "returned at every moment, or the memory sits idle part of the time.\n\n"
+               "The **{gpu}** has {sms} SMs and {bandwidth} of DRAM bandwidth "
+               "(`gpu(\"{key}\").bandwidth` is in bytes/s); take **{latency_ns} ns** for a DRAM "
+               "access under load. One SM holds at most {max_threads} threads at a time. If "
+               "every SM is full, how many independent **{load_bytes}-byte loads** must each "
+               "thread keep in flight to keep the memory busy? Store the exact quotient (do not "
+               "round) in `loads_per_thread`. Is one load per thread enough?",
+        hint="Bytes in flight = bandwidth × latency; share them among the SMs, count loads of "
+             "{load_bytes} bytes, then share those among the threads one SM holds.",
+        vary=(gpus(*_LAW_GPUS),
+              Vary("latency_ns", (600, 500, 700, 800), "loaded DRAM latency, ns"),
+              Vary("load_bytes", (4, 8, 16), "bytes per load (float, double, float4)")),
+        derive=_law_fields,
         answer=Number(
-            reference=_warps_per_sm,
-            units="warps per SM",
+            reference=_loads_per_thread,
+            units="loads per thread",
             rtol=0.01,
             mistakes=(
-                Mistake("threads", "that is threads per SM; a warp is 32 threads.",
-                        value=lambda ref: ref * 32),
-                Mistake("whole_gpu", "that is warps on the whole GPU; the question asks per "
-                        "SM (share the bytes in flight among the SMs).",
-                        value=lambda ref: ref * _sms("h200")),
-                Mistake("whole_gpu_threads", "that is threads on the whole GPU; the question "
-                        "asks for warps per SM.", value=lambda ref: ref * 32 * _sms("h200")),
-                Mistake("h100_bandwidth", "3.35 TB/s is the H100 SXM5's HBM3; the H200 has "
-                        "faster HBM3e.", value=lambda ref: _warps_per_sm("h100")),
-                Mistake("wide_loads", "that assumes 16-byte loads; here each thread has one "
-                        "4-byte load in flight.",
-                        value=lambda ref: _warps_per_sm("h200", bytes_per_thread=16)),
-                Mistake("max_warps", "that is how many warps an SM *can hold* (compute "
-                        "capability 9.0), not how many the bandwidth x latency product asks "
-                        "for: compute the product and compare.", value=_max_warps_cc90),
+                Mistake("threads", "that is how many loads one SM needs in flight: share them "
+                        "among the {max_threads} threads it holds.",
+                        value=lambda ref, gpu, **p: ref * max_threads_per_sm(gpu)),
+                Mistake("whole_gpu", "that shares the bytes in flight among the threads of one "
+                        "SM only; share them among all {sms} SMs first.",
+                        value=lambda ref, gpu, **p: ref * lookup(gpu).sms),
+                Mistake("load_size", "each load brings {load_bytes} bytes, not 4: count loads "
+                        "of the size the question gives.",
+                        value=lambda ref, gpu, latency_ns, load_bytes:
+                        None if load_bytes == 4 else ref * load_bytes / 4),
+                Mistake("warps", "that counts warps (32 threads each); the question counts "
+                        "loads per thread.", value=lambda ref, **p: ref * 32),
+                Mistake("rounded", "store the exact quotient; rounding to whole loads comes "
+                        "after.", when=lambda x, ref, **p: float(x).is_integer()
+                        and x != ref and abs(x - ref) < 1),
             ),
         ),
     ),
@@ -237,10 +262,12 @@ QUESTIONS = (
         id="01.threads_needed",
         name="threads_needed",
         points=2,
-        prompt="Write threads_needed(bandwidth_gbs, latency_ns, bytes_per_thread) returning how "
-               "many threads must each have one load of bytes_per_thread bytes in flight to "
-               "keep a memory of that bandwidth (GB/s) and latency (ns) busy. Return the exact "
-               "quotient, without rounding.",
+        title="Threads needed to cover latency",
+        prompt="Write `threads_needed(bandwidth_gbs, latency_ns, bytes_per_thread)` that returns "
+               "how many threads must each have one load of `bytes_per_thread` bytes in flight "
+               "to keep a memory with that bandwidth (in **GB/s**) and latency (in **ns**) busy. "
+               "Return the exact quotient — do not round to whole threads.\n\n"
+               "(Look at the units: what is GB/s × ns?)",
         answer=Function(
             reference=_threads_needed_reference,
             inputs=_threads_needed_inputs,
@@ -274,19 +301,29 @@ QUESTIONS = (
         id="01.gpu_workload",
         name="gpu_workload",
         points=1,
-        prompt="Which workload can keep an H100 busy? A: walk a linked list of 10^6 nodes "
-               "(each node holds the address of the next); B: c = a + b over two arrays of "
-               "10^8 floats; C: the sum of 1,000 floats.",
+        title="Which workload keeps a GPU busy?",
+        prompt="Three workloads:\n\n{options}\n\n"
+               "Which one can keep {a_gpu} **{gpu}** busy? Think about how many *independent* pieces "
+               "of work each offers at once, and compare with the number of 4-byte loads the "
+               "GPU needs in flight (Little's law, {bandwidth} × 600 ns). Answer `\"A\"`, "
+               "`\"B\"` or `\"C\"` in `gpu_workload`.",
+        vary=(gpus("h100", "h200", "a100", "b200", "v100"),
+              Vary("order", _ORDERS, "which workload is lettered A, B and C"),
+              Vary("big", (10**8, 3 * 10**7, 5 * 10**8), "floats per array of the vector add"),
+              Vary("small", (1_000, 4_096, 20_000), "floats in the small sum")),
+        derive=_workload_fields,
         answer=Choice(
             reference=_gpu_workload,
             options=("A", "B", "C"),
             mistakes=(
                 Mistake("linked_list", "each step of a list walk needs the address the "
                         "previous step loaded: one access at a time, each paying the whole "
-                        "memory latency. Extra threads have nothing to do.", value="A"),
-                Mistake("too_small", "1,000 floats are far too few: by Little's law an H100 "
-                        "needs hundreds of thousands of loads in flight to keep its memory "
-                        "busy, and a kernel launch alone takes microseconds.", value="C"),
+                        "memory latency. Extra threads have nothing to do.",
+                        value=lambda order, **p: _letter(order, "list")),
+                Mistake("too_small", "that sum is far too small: by Little's law the GPU needs "
+                        "hundreds of thousands of loads in flight to keep its memory busy, and "
+                        "a kernel launch alone takes microseconds.",
+                        value=lambda order, **p: _letter(order, "sum")),
             ),
         ),
     ),

@@ -1,8 +1,8 @@
 """Chapter 02 (threads, warps and SMs) exercise questions.
 
 References come from the GPU catalog (:mod:`gpu_lessons.hardware`), the compute-capability
-table (:mod:`gpu_lessons.occupancy`) and the SIMT simulator (:mod:`gpu_lessons.simt`,
-:mod:`gpu_lessons.simt_kernels`), each imported inside the function that needs it.
+table and occupancy calculator (:mod:`gpu_lessons.occupancy`) and the SIMT simulator
+(:mod:`gpu_lessons.simt`, :mod:`gpu_lessons.simt_kernels`).
 
 SIMT efficiency = sum of active lanes over issued warp instructions / (32 x instructions),
 Nsight Compute's "Avg. Active Threads Per Warp" / 32 (CUDA C++ Programming Guide, "SIMT
@@ -12,86 +12,107 @@ skipped).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
-from .types import Choice, Function, Mistake, Number, Question
+import numpy as np
 
-# -- CUDA cores of the H100 PCIe (erratum E11) -----------------------------------------------------
+from ..hardware import gpu as lookup
+from ..occupancy import compute_capability, occupancy
+from ..simt import run
+from ..simt_kernels import simulate
+from ._common import gpus, max_threads_per_sm
+from .types import Choice, Function, Mistake, Number, Question, Vary
 
-def _cores(name: str) -> int:
-    """SMs x FP32 lanes per SM, from the catalog (H100 whitepaper v1.04, Table 3)."""
-    from ..hardware import gpu
+# -- 02.wave_efficiency: blocks run in waves ---------------------------------------------------------
 
-    return gpu(name).fp32_cores
-
-
-def _cores_pcie() -> int:
-    return _cores("h100 pcie")
-
-
-def _pcie_sms_times(per_sm: int) -> int:
-    from ..hardware import gpu
-
-    return gpu("h100 pcie").sms * per_sm
+_WAVE_GPUS = ("h100", "a100", "h100 pcie", "v100", "rtx 4090", "l40s", "t4", "b200")
 
 
-# -- resident threads -------------------------------------------------------------------------------
+def _slots(gpu, threads, *, block_cap=True, sms=True) -> int:
+    """Blocks resident on the whole GPU at once when only the thread and block limits bind
+    (the occupancy calculator with 1 register per thread and no shared memory)."""
+    g = lookup(gpu)
+    cc = compute_capability(g.cc)
+    per_sm = occupancy(cc=g.cc, threads_per_block=threads, registers_per_thread=1,
+                       shared_mem_per_block=0).blocks_per_sm
+    if not block_cap:
+        per_sm = cc.max_warps_per_sm // -(-threads // 32)
+    return per_sm * (g.sms if sms else 1)
 
-def _resident_threads(name: str = "h100") -> int:
-    """Threads an H100 SXM5 keeps resident: max warps per SM (CC 9.0: 64) x 32 x 132 SMs."""
-    from ..hardware import gpu
-    from ..occupancy import compute_capability
 
-    g = gpu(name)
-    return compute_capability(g.cc).max_warps_per_sm * 32 * g.sms
+def _wave_efficiency(gpu, threads, blocks, **kw) -> float:
+    """Percent of the block slots a grid fills, averaged over its waves: blocks / (waves x
+    slots), waves = ceil(blocks / slots).  H100 SXM5, 256 threads: 8 blocks per SM x 132 =
+    1,056 slots; 1,601 blocks take 2 waves: 1,601 / 2,112 = 75.8 %."""
+    slots = _slots(gpu, threads, **kw)
+    return 100 * blocks / (math.ceil(blocks / slots) * slots)
 
 
-def _threads_per_block_times_sms(_ref: float) -> int:
+def _wave_fields(gpu, threads, blocks) -> dict:
+    g = lookup(gpu)
+    cc = compute_capability(g.cc)
+    return {"sms": g.sms, "cc": g.cc, "max_threads": f"{max_threads_per_sm(gpu):,}",
+            "max_blocks": cc.max_blocks_per_sm}
+
+
+def _no_tail(ref, **p):
+    return None if math.isclose(ref, 100) else 100.0
+
+
+# -- 02.resident_threads ----------------------------------------------------------------------------
+
+_RESIDENT_GPUS = ("h100", "a100", "h100 pcie", "v100", "rtx 4090", "l40s", "t4", "b200", "l4",
+                  "rtx 3090")
+
+
+def _resident_threads(gpu) -> int:
+    """Threads a GPU keeps resident: max warps per SM (CC 9.0: 64) x 32 x SMs (H100 SXM5:
+    64 x 32 x 132 = 270,336)."""
+    return max_threads_per_sm(gpu) * lookup(gpu).sms
+
+
+def _block_limit_times_sms(ref, gpu) -> int | None:
     """The 1,024-thread block limit mistaken for the per-SM limit."""
-    from ..hardware import gpu
-    from ..occupancy import compute_capability
-
-    return compute_capability("9.0").max_threads_per_block * gpu("h100").sms
+    value = compute_capability(lookup(gpu).cc).max_threads_per_block * lookup(gpu).sms
+    return None if value == ref else value
 
 
 # -- SIMT efficiency of the parity branch -------------------------------------------------------
 
-def _parity_efficiency() -> float:
-    """``branch_by_parity`` with 4 multiply-adds per path, from the SIMT simulator.
+@lru_cache(maxsize=32)
+def _sim(name: str, iters: int):
+    return simulate(name, iters=iters).sim
+
+
+def _parity_efficiency(iters) -> float:
+    """``branch_by_parity`` with ``iters`` multiply-adds per path, from the SIMT simulator.
 
     By hand, per warp: 7 instructions with 32 lanes (index, bounds test, return, load, % 2,
-    == 0, branch), then each path (2 x 4 ALU + 1 store = 9) with 16 lanes:
+    == 0, branch), then each path (2 x iters ALU + 1 store) with 16 lanes; iters = 4:
     (7·32 + 2·9·16) / ((7 + 2·9)·32) = 512 / 800 = 0.64.
     """
-    from ..simt_kernels import simulate
-
-    return simulate("branch_by_parity", iters=4).sim.simt_efficiency
+    return _sim("branch_by_parity", iters).simt_efficiency
 
 
-def _parity_branch_only(_ref: float) -> float:
+def _parity_branch_only(_ref: float, iters) -> float:
     """Efficiency inside the branch alone (the 7 uniform instructions left out)."""
-    from ..simt_kernels import simulate
-
-    return simulate("branch_by_parity", iters=4).sim.stats(region="parity").simt_efficiency
+    return _sim("branch_by_parity", iters).stats(region="parity").simt_efficiency
 
 
-def _parity_one_path(_ref: float) -> float:
+def _parity_one_path(_ref: float, iters) -> float:
     """As if only one 16-lane path were issued: the paths' serialisation forgotten.
 
     Uses the simulator's counts: total lanes and instructions minus one path's share.
     """
-    from ..simt_kernels import simulate
-
-    sim = simulate("branch_by_parity", iters=4).sim
+    sim = _sim("branch_by_parity", iters)
     whole, branch = sim.totals, sim.stats(region="parity")
     lanes = whole.active_lanes - branch.active_lanes / 2
     return lanes / (32 * (whole.instructions - branch.instructions / 2))
 
 
-def _by_warp_efficiency(_ref: float) -> float:
-    from ..simt_kernels import simulate
-
-    return simulate("branch_by_warp", iters=4).sim.simt_efficiency
+def _by_warp_efficiency(_ref: float, iters) -> float:
+    return _sim("branch_by_warp", iters).simt_efficiency
 
 
 # -- SIMT efficiency as a function --------------------------------------------------------------
@@ -115,8 +136,6 @@ def _two_paths(t, common, if_len, else_len, lanes_if):
 @lru_cache(maxsize=8192)  # a simulator run per input; every check re-asks the same inputs
 def _simt_efficiency_reference(common, if_len, else_len, lanes_if):
     """Run the warp in the SIMT simulator and return its SIMT efficiency."""
-    from ..simt import run
-
     return run(_two_paths, 1, 32, common, if_len, else_len, lanes_if).simt_efficiency
 
 
@@ -156,22 +175,27 @@ def _no_serialise(e, common, if_len, else_len, lanes_if):
 
 # -- branch granularity -----------------------------------------------------------------------------
 
-#: 02.branch_choice's options: the branch conditions, on the thread index in a 256-thread block.
+#: 02.branch_choice's conditions, on the thread index in a 256-thread block, and how the
+#: prompt writes them (C-style integer division).
 _CONDITIONS = {
-    "A": lambda tid: tid % 2 == 0,
-    "B": lambda tid: tid % 32 < 16,
-    "C": lambda tid: tid // 32 % 2 == 0,
-    "D": lambda tid: (tid + 16) // 32 % 2 == 0,
+    "parity": lambda tid: tid % 2 == 0,
+    "half_warp": lambda tid: tid % 32 < 16,
+    "warp": lambda tid: tid // 32 % 2 == 0,
+    "offset": lambda tid: (tid + 16) // 32 % 2 == 0,
 }
+_CONDITION_TEXT = {"parity": "tid % 2 == 0", "half_warp": "tid % 32 < 16",
+                   "warp": "(tid / 32) % 2 == 0", "offset": "((tid + 16) / 32) % 2 == 0"}
+#: Orders in which the conditions are lettered A-D (the lesson's order first).
+_BRANCH_ORDERS = ("parity half_warp warp offset", "warp parity offset half_warp",
+                  "half_warp offset parity warp", "offset warp half_warp parity",
+                  "parity warp half_warp offset", "half_warp parity warp offset",
+                  "offset half_warp warp parity", "warp offset parity half_warp")
 
 
+@lru_cache(maxsize=8)
 def _branch_efficiency(option: str) -> float:
     """SIMT efficiency inside a branch on condition ``option`` (equal 4-instruction paths),
     one 256-thread block in the SIMT simulator."""
-    import numpy as np
-
-    from ..simt import run
-
     cond = _CONDITIONS[option]
 
     def kernel(t, out):
@@ -188,31 +212,61 @@ def _branch_efficiency(option: str) -> float:
     return run(kernel, 1, 256, np.zeros(256, np.float32)).stats(region="choice").simt_efficiency
 
 
-def _branch_choice() -> str:
-    """The condition with the highest SIMT efficiency inside the branch (the first on a tie)."""
-    scores = {k: _branch_efficiency(k) for k in _CONDITIONS}
-    return max(scores, key=scores.get)
+def _branch_choice(order) -> str:
+    """The letter of the condition with the highest SIMT efficiency inside the branch."""
+    names = order.split()
+    scores = {n: _branch_efficiency(n) for n in names}
+    return "ABCD"[names.index(max(scores, key=scores.get))]
+
+
+def _branch_letter(order, name) -> str:
+    return "ABCD"[order.split().index(name)]
+
+
+def _branch_fields(order) -> dict:
+    return {"options": "\n".join(f"- **{letter}**: `{_CONDITION_TEXT[name]}`"
+                                  for letter, name in zip("ABCD", order.split(), strict=True))}
 
 
 QUESTIONS = (
     Question(
-        id="02.cuda_cores_pcie",
-        name="cuda_cores_pcie",
-        points=1,
-        prompt="How many FP32 CUDA cores (FP32 lanes) does an H100 PCIe card have?",
-        hint="CUDA cores = SMs x FP32 lanes per SM; the PCIe card enables fewer SMs than the "
-             "SXM5 module (H100 whitepaper, Table 3).",
+        id="02.wave_efficiency",
+        name="wave_efficiency",
+        points=2,
+        title="Blocks run in waves",
+        prompt="A kernel launches **{blocks} blocks of {threads} threads** on {a_gpu} **{gpu}** "
+               "({sms} SMs of compute capability {cc}: an SM holds at most {max_threads} "
+               "threads and {max_blocks} blocks at a time). Suppose registers and shared memory "
+               "allow as many blocks as those two limits do, and every block takes the same "
+               "time. The blocks then run in *waves*: as many as fit on all SMs at once, then "
+               "the next lot, and the last wave may be only partly full.\n\n"
+               "Averaged over its waves, what fraction of the GPU's block slots does the grid "
+               "use — blocks ÷ (waves × blocks that fit at once) — in **percent**? Store it in "
+               "`wave_efficiency`.",
+        hint="Blocks per SM = the smaller of the two limits; blocks at once = that × SMs; "
+             "waves = blocks at once divided into the grid, rounded up.",
+        vary=(gpus(*_WAVE_GPUS),
+              Vary("threads", (256, 128, 512, 1024, 64), "threads per block"),
+              Vary("blocks", (1_601, 601, 1_093, 1_249, 727, 1_447), "blocks in the grid")),
+        derive=_wave_fields,
         answer=Number(
-            reference=_cores_pcie,
-            units="CUDA cores",
+            reference=_wave_efficiency,
+            units="%",
             rtol=0.001,
             mistakes=(
-                Mistake("sxm5", "that is the H100 **SXM5** (132 SMs). The PCIe card uses the "
-                        "same chip with fewer SMs enabled.", value=lambda ref: _cores("h100")),
-                Mistake("ampere_lanes", "Hopper SMs have 128 FP32 lanes, not the 64 of an A100 "
-                        "or V100 SM.", value=lambda ref: _pcie_sms_times(64)),
-                Mistake("sms_only", "that is the number of SMs; each SM has many FP32 lanes.",
-                        value=lambda ref: _pcie_sms_times(1)),
+                Mistake("no_tail", "that assumes every wave is full; the last one holds only "
+                        "the blocks left over.", value=_no_tail),
+                Mistake("block_cap", "an SM also holds at most {max_blocks} blocks, whatever "
+                        "its thread limit allows.",
+                        value=lambda ref, gpu, threads, blocks: None if (
+                            _slots(gpu, threads) == _slots(gpu, threads, block_cap=False))
+                        else _wave_efficiency(gpu, threads, blocks, block_cap=False)),
+                Mistake("one_sm", "that counts the slots of one SM; the grid spreads over all "
+                        "{sms} SMs.", value=lambda ref, gpu, threads, blocks: None if (
+                            _wave_efficiency(gpu, threads, blocks, sms=False) == ref)
+                        else _wave_efficiency(gpu, threads, blocks, sms=False)),
+                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
+                        "percent.", value=lambda ref, **p: ref / 100),
             ),
         ),
     ),
@@ -220,25 +274,30 @@ QUESTIONS = (
         id="02.resident_threads",
         name="resident_threads",
         points=1,
-        prompt="At most how many threads can be resident (held on the SMs at the same time) on "
-               "a whole H100 SXM5?",
-        hint="Compute capability 9.0 sets how many warps one SM holds; a warp is 32 threads.",
+        title="Resident threads on a whole GPU",
+        prompt="An SM keeps many more threads *resident* (their registers held on chip, ready "
+               "to issue) than it has lanes. At most how many threads can be resident on a "
+               "**whole {gpu}** at the same time? Store it in `resident_threads` (the catalog "
+               "knows the GPU as `gpu(\"{key}\")`, and `compute_capability(...)` its "
+               "compute capability's limits).",
+        hint="Its compute capability sets how many warps one SM holds; a warp is 32 threads.",
+        vary=(gpus(*_RESIDENT_GPUS),),
+        derive=lambda gpu: {"key": gpu},
         answer=Number(
             reference=_resident_threads,
             units="threads",
-            rtol=0.001,
+            rtol=0,
+            integer=True,
             mistakes=(
                 Mistake("block_limit", "1,024 is the most threads in one *block*; an SM holds "
-                        "several blocks at once.", value=_threads_per_block_times_sms),
+                        "several blocks at once.", value=_block_limit_times_sms),
                 Mistake("cores", "that is the number of CUDA cores. An SM keeps many more "
                         "threads resident than it has lanes, so it can switch to another warp "
-                        "when one waits.", value=lambda ref: _cores("h100")),
+                        "when one waits.", value=lambda ref, gpu: lookup(gpu).fp32_cores),
                 Mistake("warps", "that counts warps; a warp is 32 threads.",
-                        value=lambda ref: ref / 32),
+                        value=lambda ref, gpu: ref / 32),
                 Mistake("per_sm", "that is one SM; the question asks for the whole GPU.",
-                        value=lambda ref: ref / 132),
-                Mistake("pcie", "114 SMs is the H100 PCIe; the SXM5 has more.",
-                        value=lambda ref: _resident_threads("h100 pcie")),
+                        value=lambda ref, gpu: ref / lookup(gpu).sms),
             ),
         ),
     ),
@@ -246,19 +305,25 @@ QUESTIONS = (
         id="02.parity_efficiency",
         name="parity_efficiency",
         points=2,
-        prompt="branch_by_parity with iters=4: per warp, 7 instructions run with all 32 lanes "
-               "(index, bounds test, return, load, % 2, == 0, branch test); each path is 2 x 4 "
-               "ALU instructions + 1 store, run by the 16 lanes that take it. What is its SIMT "
-               "efficiency, as a fraction between 0 and 1?",
-        hint="SIMT efficiency = total active lanes over all issued instructions / "
-             "(32 x instructions issued); both paths are issued, one after the other.",
+        title="SIMT efficiency of a parity branch",
+        prompt="The lesson's `branch_by_parity` kernel branches on `threadIdx.x % 2 == 0`. With "
+               "`iters={iters}`, one warp issues:\n\n"
+               "- 7 instructions with all 32 lanes active (index, bounds test, return, load, "
+               "`% 2`, `== 0`, the branch test);\n"
+               "- the *if* path: 2 × {iters} ALU instructions + 1 store, with the 16 even lanes;\n"
+               "- the *else* path: the same length, with the 16 odd lanes.\n\n"
+               "SIMT efficiency = (sum of active lanes over all issued instructions) ÷ (32 × "
+               "instructions issued). Compute it by hand and store it in `parity_efficiency` as "
+               "a **fraction between 0 and 1**.",
+        hint="Both paths are issued, one after the other; count each with its 16 lanes.",
+        vary=(Vary("iters", (4, 2, 3, 6, 8, 12), "ALU iterations per path"),),
         answer=Number(
             reference=_parity_efficiency,
             units="(fraction, 0 to 1)",
             rtol=0.005,
             mistakes=(
                 Mistake("percent", "give a fraction between 0 and 1, not a percentage.",
-                        value=lambda ref: ref * 100),
+                        value=lambda ref, iters: ref * 100),
                 Mistake("branch_only", "that is the efficiency inside the branch alone; the 7 "
                         "instructions before it run with every lane and count too.",
                         value=_parity_branch_only),
@@ -274,11 +339,17 @@ QUESTIONS = (
         id="02.simt_efficiency",
         name="simt_efficiency",
         points=2,
-        prompt="Write simt_efficiency(common, if_len, else_len, lanes_if): a warp issues "
-               "`common` instructions with all 32 lanes, then an if path of `if_len` "
-               "instructions run by `lanes_if` lanes, then an else path of `else_len` "
-               "instructions run by the other 32 - lanes_if lanes. A path that no lane takes is "
-               "skipped. Return the SIMT efficiency (a fraction, 0 to 1).",
+        title="SIMT efficiency of any two-way branch",
+        prompt="Write `simt_efficiency(common, if_len, else_len, lanes_if)` for one warp that "
+               "issues\n\n"
+               "- `common` instructions with all 32 lanes active (the branch test included), "
+               "then\n"
+               "- an *if* path of `if_len` instructions run by `lanes_if` lanes (0 to 32), then\n"
+               "- an *else* path of `else_len` instructions run by the other `32 - lanes_if` "
+               "lanes.\n\n"
+               "A path that **no** lane takes is jumped over: it issues nothing. Return the SIMT "
+               "efficiency as a fraction between 0 and 1. The check compares your function with "
+               "the course's SIMT simulator running such a warp.",
         answer=Function(
             reference=_simt_efficiency_reference,
             inputs=_simt_efficiency_inputs,
@@ -305,22 +376,30 @@ QUESTIONS = (
         id="02.branch_choice",
         name="branch_choice",
         points=1,
-        prompt="In 256-thread blocks, half the threads must take path X and half path Y; which "
-               "half is up to you. Which condition on tid = threadIdx.x gives the highest SIMT "
-               "efficiency? A: tid % 2 == 0;  B: tid % 32 < 16;  C: (tid / 32) % 2 == 0;  "
-               "D: ((tid + 16) / 32) % 2 == 0  (integer division).",
+        title="Choose the branch granularity",
+        prompt="A kernel runs 256-thread blocks. Half of each block's threads must take path X "
+               "and the other half path Y (equal lengths); *which* half is up to you. With "
+               "`tid = threadIdx.x` and integer division, which condition gives the highest "
+               "SIMT efficiency?\n\n{options}\n\n"
+               "Answer `\"A\"`, `\"B\"`, `\"C\"` or `\"D\"` in `branch_choice`. (You can "
+               "test your reasoning with `gpu_lessons.simt.run`, or simply list which threads "
+               "of each warp take which path.)",
+        vary=(Vary("order", _BRANCH_ORDERS, "which condition is lettered A, B, C and D"),),
+        derive=_branch_fields,
         answer=Choice(
             reference=_branch_choice,
             options=("A", "B", "C", "D"),
             mistakes=(
                 Mistake("parity", "tid % 2 splits every warp into its even and odd lanes: "
-                        "each warp runs both paths at half width.", value="A"),
+                        "each warp runs both paths at half width.",
+                        value=lambda order: _branch_letter(order, "parity")),
                 Mistake("half_warp", "tid % 32 < 16 still splits every warp (lanes 0-15 and "
                         "16-31). Contiguous lanes do not help; what matters is whether all 32 "
-                        "lanes of a warp agree.", value="B"),
+                        "lanes of a warp agree.",
+                        value=lambda order: _branch_letter(order, "half_warp")),
                 Mistake("offset", "adding 16 moves every switch between X and Y to lane 16 of "
                         "a warp: the groups are warp-sized but straddle two warps, so every "
-                        "warp still splits.", value="D"),
+                        "warp still splits.", value=lambda order: _branch_letter(order, "offset")),
             ),
         ),
     ),

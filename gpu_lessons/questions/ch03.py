@@ -3,75 +3,62 @@
 References come from the memory ladder (:mod:`gpu_lessons.ladder`: register file and
 shared-memory sizes and bandwidths from the CUDA C++ Programming Guide's compute-capability
 tables and the catalog) and the cache simulator (:mod:`gpu_lessons.cache`: write-back and
-write-through traffic, Hennessy & Patterson, *Computer Architecture* 6th ed., App. B.1),
-imported inside each function.
+write-through traffic, Hennessy & Patterson, *Computer Architecture* 6th ed., App. B.1).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
+from ..cache import Cache
+from ..hardware import gpu as lookup
+from ..ladder import BANK_BYTES, memory_ladder, shared_bandwidth
+from ._common import gpus
 from .types import Choice, Function, Mistake, Number, Question
 
 _MIB = 2**20
 
 
-# -- the register file ------------------------------------------------------------------------------
+# -- 03.registers_total: the register file of a whole GPU -------------------------------------------
 
-def _registers_total_mib(name: str = "h100") -> float:
+_REGISTER_GPUS = ("h100", "a100", "v100", "h100 pcie", "rtx 4090", "l40s", "t4", "b200", "rtx 3090",
+                  "l4", "quadro rtx 5000")
+
+
+def _registers_total_mib(gpu) -> float:
     """Whole-GPU register file: 65,536 32-bit registers per SM x 4 B x SMs, in MiB.
 
     H100 SXM5: 65,536 x 4 B = 256 KiB per SM, x 132 SMs = 33 MiB.
     """
-    from ..ladder import memory_ladder
-
-    return memory_ladder(name).level("registers").total_bytes / _MIB
+    return memory_ladder(gpu).level("registers").total_bytes / _MIB
 
 
-def _registers_per_sm_mib(_ref: float) -> float:
-    from ..ladder import memory_ladder
-
-    return memory_ladder("h100").level("registers").per_sm_bytes / _MIB
-
-
-def _l2_mib(_ref: float) -> float:
-    from ..hardware import gpu
-
-    return gpu("h100").l2_bytes / _MIB
+def _with_l1(ref, gpu) -> float | None:
+    """Registers and the unified L1/shared SRAM added together."""
+    l1 = memory_ladder(gpu).level("L1 / shared").total_bytes
+    return None if l1 is None else ref + l1 / _MIB
 
 
-# -- shared-memory bandwidth ------------------------------------------------------------------------
+# -- 03.shared_vs_dram: shared-memory bandwidth against DRAM ---------------------------------------
 
-def _shared_tbs(clock_mhz: float | None = None) -> float:
-    """Aggregate shared-memory bandwidth of an H100 SXM5 in TB/s:
-    32 banks x 4 B per clock per SM x 132 SMs x 1980 MHz (Programming Guide, "Shared Memory";
-    H100 whitepaper v1.04 for the SM count and boost clock)."""
-    from ..hardware import gpu
-    from ..ladder import shared_bandwidth
-
-    g = gpu("h100")
-    return shared_bandwidth(g.sms, (clock_mhz or g.boost_mhz) * 1e6) / 1e12
+_SHARED_GPUS = ("h100", "a100", "v100", "h100 pcie", "rtx 4090", "l40s", "t4", "rtx 3090", "l4",
+                "quadro rtx 5000")
 
 
-def _shared_tensor_clock(_ref: float) -> float:
-    from ..hardware import gpu
-
-    return _shared_tbs(gpu("h100").tensor_boost_mhz)
-
-
-def _shared_one_byte(_ref: float) -> float:
-    """One byte per bank per clock instead of one 4-byte word."""
-    from ..hardware import gpu
-    from ..ladder import BANK_BYTES, shared_bandwidth
-
-    g = gpu("h100")
-    return shared_bandwidth(g.sms, g.boost_mhz * 1e6) / BANK_BYTES / 1e12
+def _shared_vs_dram(gpu, clock_mhz: float | None = None, bank_bytes: int = BANK_BYTES) -> float:
+    """Aggregate shared-memory bandwidth over DRAM bandwidth: 32 banks x 4 B per clock per SM
+    x SMs x boost clock (Programming Guide, "Shared Memory"), over the datasheet bandwidth.
+    H100 SXM5: 128 B x 132 x 1980 MHz = 33.45 TB/s, 9.99 x its 3.35 TB/s of HBM3."""
+    g = lookup(gpu)
+    shared = shared_bandwidth(g.sms, (clock_mhz or g.boost_mhz) * 1e6) * bank_bytes / BANK_BYTES
+    return shared / g.bandwidth
 
 
-def _hbm_tbs(_ref: float) -> float:
-    from ..hardware import gpu
-
-    return gpu("h100").bandwidth / 1e12
+def _shared_tensor_clock(ref, gpu) -> float | None:
+    g = lookup(gpu)
+    return None if g.tensor_boost_mhz is None else _shared_vs_dram(gpu, g.tensor_boost_mhz)
 
 
 # -- which memory for which data -------------------------------------------------------------------
@@ -82,12 +69,10 @@ _LEVELS = ("registers", "L1 / shared", "constant cache", "L2", "DRAM")
 def _block_scratch() -> str:
     """The nearest ladder level whose scope is one block: shared memory (CUDA C++ Programming
     Guide, "Shared Memory": visible to all threads of a block, on chip)."""
-    from ..ladder import memory_ladder
-
     return next(lv.name for lv in memory_ladder("h100").levels if "one block" in lv.scope)
 
 
-# -- where local memory lives (erratum E8) -----------------------------------------------------------
+# -- where local memory lives ----------------------------------------------------------------------
 
 
 def _local_memory_home() -> str:
@@ -96,8 +81,6 @@ def _local_memory_home() -> str:
     L1 and L2 cache local data on its way; its home is device memory (CUDA C++ Programming
     Guide, "Device Memory Accesses": local memory resides in device memory).
     """
-    from ..ladder import memory_ladder
-
     holders = [lv.name for lv in memory_ladder("h100").levels if "local" in lv.holds]
     return holders[-1]
 
@@ -113,10 +96,6 @@ def _write_traffic_reference(n_elements, passes, element_bytes, line_bytes, poli
     evicted before the flush: write-through sends every store's bytes, write-back each dirty
     line once.
     """
-    import numpy as np
-
-    from ..cache import Cache
-
     footprint = n_elements * element_bytes
     size = 1 << max(footprint, line_bytes).bit_length()
     cache = Cache(size, line_bytes, 1, write_policy=policy)
@@ -182,52 +161,66 @@ QUESTIONS = (
         id="03.registers_total",
         name="registers_total_mib",
         points=1,
-        prompt="How large is the register file of a whole H100 SXM5, in MiB (2^20 bytes)? "
-               "Every SM has 65,536 32-bit registers.",
-        hint="Registers per SM x 4 bytes x number of SMs, then divide by 2^20.",
+        title="The register file of a whole GPU",
+        prompt="Registers are the fastest storage of an SM. Every SM of compute capability 7.0 "
+               "or later has 65,536 32-bit registers: 256 KiB, as much SRAM as a compute "
+               "capability 9.0 SM has for its unified L1 data cache and shared memory "
+               "together. How large is the register file of a whole **{gpu}**, in **MiB** "
+               "(2²⁰ bytes)? Store it in `registers_total_mib`, and compare it with the GPU's L2 "
+               "cache (`gpu(\"{key}\").l2_bytes`).",
+        hint="Registers per SM × 4 bytes × number of SMs, then divide by 2²⁰.",
+        vary=(gpus(*_REGISTER_GPUS),),
+        derive=lambda gpu: {"key": gpu},
         answer=Number(
             reference=_registers_total_mib,
             units="MiB",
             rtol=0.01,
             mistakes=(
                 Mistake("per_sm", "that is one SM's register file; the question asks for the "
-                        "whole GPU.", value=_registers_per_sm_mib),
-                Mistake("no_bytes", "that counts registers (in units of 2^20), not bytes: each "
-                        "register holds 32 bits = 4 bytes.", value=lambda ref: ref / 4),
+                        "whole GPU.", value=lambda ref, gpu: ref / lookup(gpu).sms),
+                Mistake("no_bytes", "that counts registers (in units of 2²⁰), not bytes: each "
+                        "register holds 32 bits = 4 bytes.", value=lambda ref, gpu: ref / 4),
                 Mistake("bits", "that is bits; the question asks for bytes (MiB).",
-                        value=lambda ref: ref * 8),
-                Mistake("mb", "that is in MB (10^6 bytes); the question asks for MiB (2^20 "
-                        "bytes).", value=lambda ref: ref * _MIB / 1e6),
-                Mistake("pcie", "114 SMs is the H100 PCIe; the SXM5 has more.",
-                        value=lambda ref: _registers_total_mib("h100 pcie")),
+                        value=lambda ref, gpu: ref * 8),
+                Mistake("mb", "that is in MB (10⁶ bytes); the question asks for MiB (2²⁰ "
+                        "bytes).", value=lambda ref, gpu: ref * _MIB / 1e6),
                 Mistake("l2", "that is the L2 cache; the question asks for the registers.",
-                        value=_l2_mib),
+                        value=lambda ref, gpu: lookup(gpu).l2_bytes / _MIB),
+                Mistake("with_l1", "that adds the L1/shared-memory SRAM; the question asks for "
+                        "the registers alone.", value=_with_l1),
             ),
         ),
     ),
     Question(
-        id="03.shared_bandwidth",
-        name="shared_bandwidth_tbs",
+        id="03.shared_vs_dram",
+        name="shared_vs_dram",
         points=2,
-        prompt="Shared memory has 32 banks per SM, each delivering one 4-byte word per clock. "
-               "What is the aggregate shared-memory bandwidth of an H100 SXM5 (132 SMs, "
-               "1980 MHz boost clock), in TB/s?",
-        hint="Bytes per clock per SM x SMs x clock in Hz; 1 TB/s = 10^12 bytes/s.",
+        title="Shared-memory bandwidth against DRAM",
+        prompt="Shared memory has 32 banks per SM, and each bank delivers one 4-byte word per "
+               "clock. At its boost clock, how many times the DRAM bandwidth is the aggregate "
+               "shared-memory bandwidth of {a_gpu} **{gpu}** (all SMs together)? Take the SM count, "
+               "the boost clock and the DRAM bandwidth from `gpu(\"{key}\")` and store the "
+               "ratio in `shared_vs_dram`. (This is the room a kernel has when it reuses data "
+               "from shared memory instead of reading it again from DRAM.)",
+        hint="Bytes per clock per SM × SMs × clock in Hz, over the DRAM bandwidth in bytes/s.",
+        vary=(gpus(*_SHARED_GPUS),),
+        derive=lambda gpu: {"key": gpu, "tensor_clock": f"{lookup(gpu).tensor_boost_mhz or 0:,.0f}"},
         answer=Number(
-            reference=_shared_tbs,
-            units="TB/s",
+            reference=_shared_vs_dram,
+            units="x the DRAM bandwidth",
             rtol=0.01,
             mistakes=(
-                Mistake("tensor_clock", "1830 MHz is the clock NVIDIA quotes for tensor-core "
-                        "peaks; the SM boost clock is 1980 MHz.", value=_shared_tensor_clock),
+                Mistake("tensor_clock", "{tensor_clock} MHz is the clock NVIDIA quotes for "
+                        "tensor-core peaks; the SM boost clock is higher.",
+                        value=_shared_tensor_clock),
                 Mistake("one_byte", "each bank delivers a 4-byte word per clock, not a byte.",
-                        value=_shared_one_byte),
-                Mistake("bits", "that is in bits per second; the question asks for bytes.",
-                        value=lambda ref: ref * 8),
-                Mistake("per_sm", "that is one SM; the question asks for the whole GPU.",
-                        value=lambda ref: ref / 132),
-                Mistake("hbm", "that is the HBM3 bandwidth from the datasheet; the question "
-                        "asks for shared memory.", value=_hbm_tbs),
+                        value=lambda ref, gpu: _shared_vs_dram(gpu, bank_bytes=1)),
+                Mistake("bits", "that counts shared memory in bits per second and DRAM in "
+                        "bytes.", value=lambda ref, gpu: ref * 8),
+                Mistake("per_sm", "that is one SM's shared memory; the question asks for all "
+                        "SMs together.", value=lambda ref, gpu: ref / lookup(gpu).sms),
+                Mistake("inverted", "that is DRAM over shared memory; the ratio asked for is "
+                        "shared memory over DRAM.", value=lambda ref, gpu: 1 / ref),
             ),
         ),
     ),
@@ -235,9 +228,13 @@ QUESTIONS = (
         id="03.block_scratch",
         name="block_scratch",
         points=1,
+        title="Which memory for which data",
         prompt="Each thread of a 256-thread block computes a partial sum; then the threads of "
-               "that block (and only they) combine all 256 partial sums. On which level of the "
-               "memory ladder should the partial sums be kept?",
+               "*that block* (and only they) combine all 256 partial sums into one. On which "
+               "level of the memory ladder should the partial sums be kept? Answer with one of "
+               "the ladder's level names: `\"registers\"`, `\"L1 / shared\"`, "
+               "`\"constant cache\"`, `\"L2\"` or `\"DRAM\"`, in `block_scratch`. (Look at the "
+               "\"visible to\" column of `memory_ladder(\"h100\")`.)",
         answer=Choice(
             reference=_block_scratch,
             options=_LEVELS,
@@ -260,9 +257,15 @@ QUESTIONS = (
         id="03.local_memory",
         name="local_memory_home",
         points=1,
+        title="Where local memory lives",
         prompt="A kernel declares `float buf[64];` in each thread and indexes it with a value "
-               "known only at run time, so the compiler puts it in local memory. On which level "
-               "of the memory ladder do those bytes live (their home, not a cached copy)?",
+               "known only at run time, so the compiler cannot keep it in registers and places "
+               "it in **local memory** (`-Xptxas -v` reports it as a stack frame or spill "
+               "stores).\n\n"
+               "On which level of the memory ladder do those bytes *live* — their home, not a "
+               "cached copy? Answer with one of the ladder's level names: `\"registers\"`, "
+               "`\"L1 / shared\"`, `\"constant cache\"`, `\"L2\"` or `\"DRAM\"`, in "
+               "`local_memory_home`.",
         answer=Choice(
             reference=_local_memory_home,
             options=_LEVELS,
@@ -283,11 +286,18 @@ QUESTIONS = (
         id="03.write_traffic",
         name="write_traffic",
         points=2,
-        prompt="Write write_traffic(n_elements, passes, element_bytes, line_bytes, policy): a "
-               "loop stores to every element of an array of n_elements (starting at address 0), "
-               "`passes` times over; then the cache is flushed. The cache is much larger than "
-               "the array, allocates a line on a store miss, and policy is 'write-back' or "
-               "'write-through'. Return the bytes it sends to the next level.",
+        title="Write-through vs write-back traffic",
+        prompt="A loop stores to every element of an array of `n_elements` elements (each "
+               "`element_bytes` bytes, the array starting at address 0), `passes` times over, "
+               "and then the cache is flushed. The cache is much larger than the array, has "
+               "`line_bytes`-byte lines and allocates a line on a store miss. Write "
+               "`write_traffic(n_elements, passes, element_bytes, line_bytes, policy)` returning "
+               "the **bytes the cache sends to the next level**, for `policy` "
+               "`\"write-through\"` (every store is forwarded at once) or `\"write-back\"` (a "
+               "dirty line is written back when it is evicted or flushed).\n\n"
+               "You can try cases with the simulator: `Cache(size, line, 1, write_policy=...)`, "
+               "`.run(addresses, is_write=..., access_bytes=...)`, then `.flush()`; look at "
+               "`bytes_to_next`.",
         answer=Function(
             reference=_write_traffic_reference,
             inputs=_write_traffic_inputs,

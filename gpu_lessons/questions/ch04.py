@@ -3,50 +3,66 @@
 References come from the memory-transaction model (:mod:`gpu_lessons.memory`), which counts
 32-byte sectors per request and shared-memory wavefronts exactly as Nsight Compute does on an
 H200 (CUDA C++ Best Practices Guide §10.2.1; CUDA C++ Programming Guide, "Shared Memory":
-bank = (byte address / 4) mod 32), imported inside each function.
+bank = (byte address / 4) mod 32).
 """
 
 from __future__ import annotations
 
-from .types import Choice, Function, Mistake, Number, Question
+from ..memory import (
+    aos_field,
+    broadcast,
+    global_load,
+    matrix_row,
+    shared_load,
+    strided,
+    tile_column,
+)
+from .types import Choice, Function, Mistake, Number, Question, Vary
 
-# -- AoS: one field of a 20-byte struct ------------------------------------------------------------
+# -- 04.aos_sectors: one field of an array of structs ----------------------------------------------
 
-#: 04.aos_sectors: struct {float x, y, z, vx, vy} (20 bytes); each lane reads the y of its own.
-_STRUCT_BYTES, _FIELD_OFFSET = 20, 4
-
-
-def _aos(attr: str = "sectors"):
-    from ..memory import aos_field, global_load
-
-    return getattr(global_load(aos_field(_STRUCT_BYTES, _FIELD_OFFSET)), attr)
-
-
-def _aos_sectors() -> int:
-    """Lane i reads bytes 20·i + 4 .. 20·i + 7.  Lanes are 20 bytes apart, closer than a
-    sector, so every 32-byte segment from byte 4 to byte 627 is touched: 20 sectors for 128
-    useful bytes (20 % efficiency)."""
-    return _aos("sectors")
+#: Field names of the particle struct, in order; a struct of n floats has the first n.
+_FIELDS = ("x", "y", "z", "vx", "vy", "vz", "mass")
 
 
-def _warp_size(_ref: float) -> int:
-    from ..memory import WARP_SIZE
-
-    return WARP_SIZE
+#: Bytes of one field, by the struct's element type.
+_TYPE_BYTES = {"float": 4, "half": 2}
 
 
-def _soa_sectors(_ref: float) -> int:
-    from ..memory import global_load, soa_field
+def _aos(fields, field, element, attr: str = "sectors"):
+    """Sectors (or lines) of a warp reading ``field`` of consecutive structs of ``fields``
+    elements, the array 256-byte aligned (:func:`gpu_lessons.memory.global_load`)."""
+    size = _TYPE_BYTES[element]
+    return getattr(global_load(aos_field(size * fields, size * _FIELDS.index(field)), size),
+                   attr)
 
-    return global_load(soa_field(1, length=1 << 20)).sectors
+
+def _aos_sectors(fields, field, element) -> int:
+    """Lane i reads the field at byte s·fields·i + s·f.  For floats {x, y, z, vx, vy} and y:
+    lanes are 20 bytes apart, closer than a sector, so every 32-byte segment from byte 4 to
+    byte 627 is touched: 20 sectors for 128 useful bytes (20 % efficiency)."""
+    return _aos(fields, field, element)
+
+
+def _aos_lines(ref, fields, field, element) -> int | None:
+    lines = _aos(fields, field, element, "lines")
+    return None if lines == ref else lines
+
+
+def _aos_soa(ref, fields, field, element) -> int:
+    """The same field as a separate array: 32 consecutive elements."""
+    size = _TYPE_BYTES[element]
+    return global_load(strided(1, element_bytes=size), size).sectors
+
+
+def _aos_fields(fields, field, element) -> dict:
+    return {"struct": ", ".join(_FIELDS[:fields]), "bytes": _TYPE_BYTES[element] * fields}
 
 
 # -- sectors of any warp access -------------------------------------------------------------------
 
 def _sectors_reference(addresses, bytes_per_thread):
     """Distinct 32-byte segments touched: :func:`gpu_lessons.memory.global_load`."""
-    from ..memory import global_load
-
     return global_load(addresses, bytes_per_thread).sectors
 
 
@@ -64,9 +80,8 @@ def _sectors_inputs(rng) -> dict:
 
 
 def _sectors_edges() -> list[dict]:
-    """The patterns measured with Nsight Compute on an H200 (facts: 4, 5, 8, 32, 1, 8, 16)."""
-    from ..memory import broadcast, strided
-
+    """The patterns measured with Nsight Compute on an H200 (docs/measured/h200.md): 4, 5, 8,
+    32, 1, 8 and 16 sectors."""
     return [{"addresses": strided(1), "bytes_per_thread": 4},
             {"addresses": strided(1, offset=4), "bytes_per_thread": 4},
             {"addresses": strided(2), "bytes_per_thread": 4},
@@ -77,8 +92,6 @@ def _sectors_edges() -> list[dict]:
 
 
 def _lines_of(e, addresses, bytes_per_thread):
-    from ..memory import global_load
-
     return global_load(addresses, bytes_per_thread).lines
 
 
@@ -91,8 +104,6 @@ def _span_sectors(e, addresses, bytes_per_thread):
 
 def _bank_reference(address):
     """The bank the model assigns to a 1-byte access at ``address``: (address // 4) mod 32."""
-    from ..memory import broadcast, shared_load
-
     return shared_load(broadcast(address), 1).lane_banks[0][0]
 
 
@@ -112,8 +123,6 @@ _PADDINGS = ("0", "1", "2", "16", "33")
 
 
 def _column_wavefronts(padding: int) -> int:
-    from ..memory import shared_load, tile_column
-
     return shared_load(tile_column(0, width=32, padding=padding)).wavefronts
 
 
@@ -124,35 +133,34 @@ def _padding_choice() -> str:
     return min((p for p in _PADDINGS if costs[p] == best), key=int)
 
 
-# -- misaligned rows ------------------------------------------------------------------------------
+# -- 04.row_pitch: misaligned rows ------------------------------------------------------------------
 
-#: 04.row_pitch: a row-major float matrix with this many floats per row, no padding.
-_LD = 1002
+_ELEMENTS = {"float": 4, "double": 8}
 
 
-def _row_sectors(attr: str = "sectors") -> float:
-    """Mean sectors (or lines) per 32-float row read over rows 0-7, with 1002 floats per row.
+def _row_sectors(ld, element, col, attr: str = "sectors") -> float:
+    """Mean sectors (or lines) of a warp reading 32 consecutive elements of one row, starting
+    at column ``col``, over rows 0-7 of a row-major matrix with ``ld`` elements per row.
 
-    Row r starts at byte 4008·r, i.e. 8·r mod 32 past a sector boundary: rows 0 and 4 are
-    aligned (4 sectors), the other six straddle one more sector (5): 38 / 8 = 4.75.
+    Floats, ld = 1002, column 0: row r starts at byte 4008·r, i.e. 8·r mod 32 past a sector
+    boundary: rows 0 and 4 are aligned (4 sectors), the other six straddle one more (5):
+    38 / 8 = 4.75.
     """
-    from ..memory import global_load, matrix_row
-
-    return sum(getattr(global_load(matrix_row(r, ld=_LD)), attr) for r in range(8)) / 8
-
-
-def _aligned_row(_ref: float) -> int:
-    """32 floats starting on a sector boundary (a padded pitch of 1024 floats)."""
-    from ..memory import global_load, matrix_row
-
-    return global_load(matrix_row(1, ld=1024)).sectors
+    size = _ELEMENTS[element]
+    return sum(getattr(global_load(matrix_row(r, ld=ld, element_bytes=size, col=col), size),
+                       attr) for r in range(8)) / 8
 
 
-def _misaligned_row(_ref: float) -> int:
-    """32 floats starting 8 bytes past a sector boundary."""
-    from ..memory import global_load, strided
+def _like_row_zero(ref, ld, element, col) -> float | None:
+    """Every row taken to cost what row 0 does (as if every row started aligned)."""
+    size = _ELEMENTS[element]
+    value = global_load(matrix_row(0, ld=ld, element_bytes=size, col=col), size).sectors
+    return None if value == ref else float(value)
 
-    return global_load(strided(1, offset=8)).sectors
+
+def _row_lines(ref, ld, element, col) -> float | None:
+    value = _row_sectors(ld, element, col, "lines")
+    return None if value == ref else value
 
 
 QUESTIONS = (
@@ -160,27 +168,34 @@ QUESTIONS = (
         id="04.aos_sectors",
         name="aos_sectors",
         points=1,
-        prompt="Particles are stored as an array of structs {float x, y, z, vx, vy} (20 bytes "
-               "each, the array 256-byte aligned). Lane i of a warp reads the y of particle i. "
-               "How many 32-byte sectors does that one warp-wide load touch?",
+        title="Sectors of an array of structs",
+        prompt="Particles are stored as an array of structs `struct {{{element} {struct};}}` — "
+               "{bytes} bytes each, the array starting 256-byte aligned. Lane *i* of a warp "
+               "reads the `{field}` of particle *i*. How many **32-byte sectors** does that one "
+               "warp-wide load touch? Store it in `aos_sectors`. How many would a structure of "
+               "arrays (a separate `{field}[]` array) need?",
         hint="Write down lane i's byte address, then count the distinct 32-byte segments "
              "(address // 32) among the 32 lanes.",
+        vary=(Vary("fields", (5, 3, 6, 7), "fields per struct"),
+              Vary("field", ("y", "x", "z"), "the field each lane reads"),
+              Vary("element", ("float", "half"), "the type of every field")),
+        derive=_aos_fields,
         answer=Number(
             reference=_aos_sectors,
             units="sectors",
-            rtol=0.001,
+            rtol=0,
+            integer=True,
             mistakes=(
                 Mistake("lines", "that counts 128-byte lines; memory moves in 32-byte sectors, "
-                        "four per line, and only the touched ones move.",
-                        value=lambda ref: _aos("lines")),
-                Mistake("soa", "that would be the cost if the y values were contiguous (a "
-                        "structure of arrays); here they are 20 bytes apart.",
-                        value=_soa_sectors),
+                        "four per line, and only the touched ones move.", value=_aos_lines),
+                Mistake("soa", "that would be the cost if the {field} values were contiguous "
+                        "(a structure of arrays); here they are {bytes} bytes apart.",
+                        value=_aos_soa),
                 Mistake("one_per_lane", "not every lane needs a sector of its own: lanes whose "
-                        "y values lie in the same 32-byte segment share it.",
-                        value=lambda ref: 32),
+                        "{field} values lie in the same 32-byte segment share it.",
+                        value=lambda ref, **p: 32),
                 Mistake("bytes", "that is bytes moved; the question asks for sectors (32 bytes "
-                        "each).", value=lambda ref: ref * 32),
+                        "each).", value=lambda ref, **p: ref * 32),
             ),
         ),
     ),
@@ -188,9 +203,13 @@ QUESTIONS = (
         id="04.sectors",
         name="sectors",
         points=2,
-        prompt="Write sectors(addresses, bytes_per_thread): the 32 byte addresses of one "
-               "warp-wide global load (each a multiple of bytes_per_thread, which is 1, 2, 4, 8 "
-               "or 16) → how many 32-byte sectors the request touches.",
+        title="Sectors of any warp load",
+        prompt="Write `sectors(addresses, bytes_per_thread)`: given the 32 byte addresses of one "
+               "warp-wide global load (a list; each address a multiple of `bytes_per_thread`, "
+               "which is 1, 2, 4, 8 or 16), return how many 32-byte sectors the request "
+               "touches. The check tries the patterns measured with Nsight Compute on an H200 "
+               "(4 sectors for 32 consecutive floats, 5 when shifted by 4 bytes, …) and 100 "
+               "random ones.",
         answer=Function(
             reference=_sectors_reference,
             inputs=_sectors_inputs,
@@ -218,8 +237,10 @@ QUESTIONS = (
         id="04.bank",
         name="bank",
         points=1,
-        prompt="Write bank(address): the shared-memory bank (0-31) that holds the byte at "
-               "`address`.",
+        title="Bank of an address",
+        prompt="Shared memory has 32 banks, each 4 bytes wide; successive 32-bit words go to "
+               "successive banks. Write `bank(address)` returning the bank (0 to 31) that holds "
+               "the byte at `address`.",
         answer=Function(
             reference=_bank_reference,
             inputs=_bank_inputs,
@@ -244,9 +265,11 @@ QUESTIONS = (
         id="04.padding",
         name="padding",
         points=1,
-        prompt="A block stages a tile `float T[32][32 + P]` in shared memory and reads it by "
-               "columns (lane i reads T[i][c]). Which padding P removes every bank conflict "
-               "with the least wasted memory? One of '0', '1', '2', '16', '33'.",
+        title="Pad a tile",
+        prompt="A block stages a tile `float T[32][32 + P]` in shared memory and then reads it "
+               "by columns: lane *i* reads `T[i][c]`. Which padding `P` removes every bank "
+               "conflict with the least wasted memory? Answer one of `\"0\"`, `\"1\"`, "
+               "`\"2\"`, `\"16\"`, `\"33\"` in `padding`.",
         answer=Choice(
             reference=_padding_choice,
             options=_PADDINGS,
@@ -266,22 +289,27 @@ QUESTIONS = (
         id="04.row_pitch",
         name="row_sectors",
         points=2,
-        prompt="A row-major float matrix has 1002 floats per row, no padding, and starts "
-               "256-byte aligned. A warp reads the first 32 floats of one row. Averaged over "
-               "rows 0 to 7 (the pattern repeats every 8 rows), how many sectors does one such "
-               "request touch?",
-        hint="Row r starts at byte 4·1002·r: where is that relative to a 32-byte boundary?",
+        title="Rows that are not aligned",
+        prompt="A row-major matrix of **{element}s** has **{ld} elements per row**, no "
+               "padding, and starts 256-byte aligned. A warp reads 32 consecutive elements of "
+               "one row, starting at **column {col}**. Averaged over rows 0 to 7, how many "
+               "32-byte sectors does one such request touch? Store the average in "
+               "`row_sectors`. What would padding each row to a multiple of 32 elements give?",
+        hint="Row r starts at byte {row_bytes}·r: where is that relative to a 32-byte "
+             "boundary, and where does the warp's first element fall?",
+        vary=(Vary("ld", (1002, 1001, 1003, 1006, 1010, 999, 1013, 1021), "elements per row"),
+              Vary("element", ("float", "double"), "the element type"),
+              Vary("col", (0, 1, 3, 8, 13), "the first column the warp reads")),
+        derive=lambda ld, element, col: {"row_bytes": f"{_ELEMENTS[element] * ld:,}"},
         answer=Number(
             reference=_row_sectors,
             units="sectors per request",
             rtol=0.005,
             mistakes=(
-                Mistake("aligned", "that assumes every row starts on a sector boundary; with "
-                        "4008-byte rows most do not.", value=_aligned_row),
-                Mistake("all_misaligned", "not every row is misaligned: some rows start "
-                        "exactly on a 32-byte boundary.", value=_misaligned_row),
+                Mistake("like_row_zero", "that is what row 0 costs; the other rows start at "
+                        "other offsets from a 32-byte boundary.", value=_like_row_zero),
                 Mistake("lines", "that counts 128-byte lines; memory moves in 32-byte "
-                        "sectors.", value=lambda ref: _row_sectors("lines")),
+                        "sectors.", value=_row_lines),
             ),
         ),
     ),

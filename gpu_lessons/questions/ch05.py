@@ -4,62 +4,76 @@ References come from the GPU catalog (:mod:`gpu_lessons.hardware`), the roofline
 (:mod:`gpu_lessons.roofline`: Williams, Waterman & Patterson, "Roofline: an insightful visual
 performance model", CACM 2009) and the kernel cost models (:mod:`gpu_lessons.costs`: GEMM and
 tiled GEMM after Kirk & Hwu, PMPP ch. 5; convolution FLOPs as ``torch.utils.flop_counter``
-counts them; decode attention, erratum E12), imported inside each function.
+counts them; attention at decode time).
 """
 
 from __future__ import annotations
 
-from .types import Choice, Function, Mistake, Number, Question
+from ..costs import attention, conv2d, conv_output_size, gemm, gemm_tiled
+from ..hardware import catalog
+from ..hardware import gpu as lookup
+from ..roofline import Roofline, kernel_time
+from ._common import gpus
+from .types import Choice, Function, Mistake, Number, Question, Vary
+
+#: How the prompts name a precision's roof.
+_ROOF_TEXT = {"fp16": "dense **FP16 tensor-core** math (FP32 accumulate)",
+              "tf32": "dense **TF32 tensor-core** math",
+              "fp8": "dense **FP8 tensor-core** math",
+              "fp32": "**FP32** math on the CUDA cores (no tensor cores)",
+              "fp64": "**FP64** math on the CUDA cores (no tensor cores)"}
 
 
-def _ridge_h100_fp16() -> float:
-    """I_max = pi / beta for the H100 SXM5: 989.4 TFLOP/s dense FP16 / 3.35 TB/s HBM3.
+# -- 05.ridge_h100: the ridge point of an H100 ----------------------------------------------------
 
-    Source: NVIDIA H100 whitepaper v1.04, Table 3 (via the catalog).
-    """
-    from ..hardware import gpu
-
-    return gpu("h100").ridge_point("fp16")
+_OTHER_H100 = {"h100": "h100 pcie", "h100 pcie": "h100"}
 
 
-def _ridge(name: str, precision: str) -> float:
-    from ..hardware import gpu
-
-    return gpu(name).ridge_point(precision)
-
-
-def _h200_bandwidth_ridge(_ref: float) -> float:
-    from ..hardware import gpu
-
-    return gpu("h100").peak_flops("fp16") / gpu("h200").bandwidth
+def _ridge(gpu, precision) -> float:
+    """I_max = pi / beta: the dense peak of ``precision`` over the DRAM bandwidth.  H100 SXM5,
+    FP16: 989.4 TFLOP/s / 3.35 TB/s = 295.3 FLOP/byte (H100 whitepaper v1.04, Table 3)."""
+    return lookup(gpu).ridge_point(precision)
 
 
-def _axpy_bound() -> str:
-    """FP32 axpy moves 12 bytes (read x, read y, write y) per 2 FLOPs: I = 1/6 FLOP/byte.
+def _h200_bandwidth_ridge(ref, gpu, precision) -> float | None:
+    if gpu != "h100":
+        return None
+    return lookup(gpu).peak_flops(precision) / lookup("h200").bandwidth
 
-    Below the H100's FP32 ridge point (66.9 TFLOP/s / 3.35 TB/s ~ 20 FLOP/byte) the
-    bandwidth roof caps it.
-    """
-    from ..hardware import gpu
 
-    intensity = 2 / 12
-    return "memory-bound" if intensity < gpu("h100").ridge_point("fp32") else "compute-bound"
+def _ridge_fields(gpu, precision) -> dict:
+    g = lookup(gpu)
+    return {"roof": _ROOF_TEXT[precision], "memory": g.memory_type,
+            "other": lookup(_OTHER_H100[gpu]).name}
+
+
+# -- 05.axpy_bound: which roof caps an elementwise kernel -------------------------------------------
+
+def _axpy_bound(gpu, fmas) -> str:
+    """FP32, per element: read x and y, write y (12 bytes), ``fmas`` FMAs (2 FLOPs each):
+    I = fmas / 6 FLOP/byte, against the GPU's FP32 ridge (H100 SXM5: 66.9 / 3.35 = 20
+    FLOP/byte, so axpy, one FMA, is far left of it)."""
+    intensity = 2 * fmas / 12
+    return "memory-bound" if intensity < lookup(gpu).ridge_point("fp32") else "compute-bound"
+
+
+def _axpy_other(wanted: str):
+    """A mistake value: the wrong roof ``wanted``, when it is wrong for these parameters."""
+    def value(gpu, fmas):
+        return wanted if _axpy_bound(gpu, fmas) != wanted else None
+    return value
 
 
 def _kernel_time_reference(flops, bytes_moved, peak_flops, bandwidth):
     """Roofline time ``max(F / pi, B / beta)`` in seconds, from :mod:`gpu_lessons.roofline`."""
-    from ..roofline import kernel_time
-
     return kernel_time(flops, bytes_moved, peak_flops, bandwidth)
 
 
 def _kernel_time_inputs(rng) -> dict:
     """A catalog GPU and precision, and a kernel whose intensity spans 0.01..10^4 FLOP/byte,
     so both sides of every ridge point (about 5 to 600 FLOP/byte) come up."""
-    from ..hardware import catalog
-
-    gpus = list(catalog().values())
-    g = gpus[int(rng.integers(len(gpus)))]
+    choices = list(catalog().values())
+    g = choices[int(rng.integers(len(choices)))]
     precision = sorted(g.peak_tflops)[int(rng.integers(len(g.peak_tflops)))]
     bytes_moved = float(round(10 ** rng.uniform(3, 11)))
     intensity = 10 ** rng.uniform(-2, 4)
@@ -69,9 +83,7 @@ def _kernel_time_inputs(rng) -> dict:
 
 def _kernel_time_edges() -> list[dict]:
     """A pure copy (no FLOPs), pure arithmetic (no bytes), and a kernel exactly at the ridge."""
-    from ..hardware import gpu
-
-    h100 = gpu("h100")
+    h100 = lookup("h100")
     pi, beta = h100.peak_flops("fp16"), h100.bandwidth
     return [
         {"flops": 0.0, "bytes_moved": 8e9, "peak_flops": pi, "bandwidth": beta},
@@ -80,40 +92,51 @@ def _kernel_time_edges() -> list[dict]:
     ]
 
 
-# -- GEMM intensity ---------------------------------------------------------------------------------
+# -- 05.gemm_ridge_size: how large a GEMM reaches the ridge -------------------------------------------
 
-_GEMM_N = 4096
-
-
-def _gemm_intensity() -> float:
-    """Square FP16 GEMM, every matrix moved once: 2N³ / (3N² · 2 B) = N/3 FLOP/byte
-    (:func:`gpu_lessons.costs.gemm`); N = 4096 gives 1365.3."""
-    from ..costs import gemm
-
-    return gemm(_GEMM_N, _GEMM_N, _GEMM_N, dtype="fp16").intensity
+#: Precision of the math -> (element type in memory, bytes per element).  TF32 tensor cores
+#: read FP32 data.
+_GEMM_DTYPE = {"fp16": ("FP16", 2), "tf32": ("FP32", 4), "fp8": ("FP8", 1), "fp32": ("FP32", 4)}
+_GEMM_GPUS = ("h100", "h200", "b200", "l40s", "rtx 4090", "h100 pcie", "l4")
 
 
-def _gemm_no_c(_ref: float) -> float:
-    """C's write left out: FLOPs over the A and B reads alone."""
-    from ..costs import gemm
-
-    cost = gemm(_GEMM_N, _GEMM_N, _GEMM_N, dtype="fp16")
-    read_ab = sum(b for label, _f, b in cost.parts if label in ("read A", "read B"))
-    return cost.flops / read_ab
-
-
-def _gemm_naive_intensity(_ref: float) -> float:
-    from ..costs import gemm_naive
-
-    return gemm_naive(_GEMM_N, _GEMM_N, _GEMM_N, dtype="fp16").intensity
+def _smallest_n(ridge: float, intensity) -> int:
+    """The smallest N >= 1 with ``intensity(N) >= ridge`` (intensity grows with N)."""
+    high = 1
+    while intensity(high) < ridge:
+        high *= 2
+    low = high // 2
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if intensity(mid) >= ridge else (mid, high)
+    return high
 
 
-# -- convolution FLOPs (erratum E7) -------------------------------------------------------------
+def _gemm_ridge_size(gpu, precision, *, size=None, flops_per_mac=2, write_c=True) -> int:
+    """Smallest square N whose GEMM, each matrix moved once, reaches the ridge of ``gpu`` at
+    ``precision``: 2N³ / (3N²·s) = 2N/(3s) >= pi / beta (:func:`gpu_lessons.costs.gemm`).
+    H100 SXM5, FP16: 2N/6 >= 295.3, so N = 886.03 -> 887."""
+    s = size or _GEMM_DTYPE[precision][1]
+    dtype = {1: "fp8", 2: "fp16", 4: "fp32"}[s]
+    ridge = lookup(gpu).ridge_point(precision)
+
+    def intensity(n):
+        cost = gemm(n, n, n, dtype=dtype)
+        moved = cost.bytes if write_c else cost.bytes * 2 / 3
+        return cost.flops * flops_per_mac / 2 / moved
+
+    return _smallest_n(ridge, intensity)
+
+
+def _gemm_fields(gpu, precision) -> dict:
+    dtype, size = _GEMM_DTYPE[precision]
+    return {"roof": _ROOF_TEXT[precision], "dtype": dtype, "bytes": size}
+
+
+# -- 05.conv_flops: convolution FLOPs ----------------------------------------------------------------
 
 def _conv_flops_reference(x, k, c_in, c_out, padding, stride):
     """2 x multiply-adds of a square conv layer, one image: :func:`gpu_lessons.costs.conv2d`."""
-    from ..costs import conv2d
-
     return conv2d(x, k, c_in, c_out, padding=padding, stride=stride).flops
 
 
@@ -140,11 +163,10 @@ def _conv_with(e, x, k, c_in, c_out, padding, stride, *, side):
     return 2 * side * side * k * k * c_in * c_out
 
 
-def _conv_seed_macs(e, x, k, c_in, c_out, padding, stride):
-    """The seed's M²·K²·Cin·Cout: multiply-adds, from :func:`gpu_lessons.costs.conv2d_seed`."""
-    from ..costs import conv2d_seed
-
-    return conv2d_seed(x, k, c_in, c_out, padding=padding, stride=stride).flops
+def _conv_macs(e, x, k, c_in, c_out, padding, stride):
+    """M²·K²·Cin·Cout: multiply-adds, not FLOPs."""
+    side = conv_output_size(x, k, padding=padding, stride=stride)
+    return side * side * k * k * c_in * c_out
 
 
 def _conv_no_floor(e, x, k, c_in, c_out, padding, stride):
@@ -157,52 +179,87 @@ def _conv_input_side(e, x, k, c_in, c_out, padding, stride):
 
 
 def _conv_no_padding(e, x, k, c_in, c_out, padding, stride):
-    from ..costs import conv_output_size
-
     side = conv_output_size(x, k, padding=0, stride=stride)
     return _conv_with(e, x, k, c_in, c_out, padding, stride, side=side)
 
 
 def _conv_no_stride(e, x, k, c_in, c_out, padding, stride):
-    from ..costs import conv_output_size
-
     side = conv_output_size(x, k, padding=padding, stride=1)
     return _conv_with(e, x, k, c_in, c_out, padding, stride, side=side)
 
 
-# -- tile size to reach the ridge -----------------------------------------------------------------
+# -- 05.tile_for_ridge: tile size to reach the ridge ----------------------------------------------
 
 #: 05.tile_for_ridge's options: square tile edges T of a shared-memory tiled GEMM.
 _TILES = ("16", "32", "64", "128", "256")
 _TILE_N = 8192
+#: GPUs whose FP32 ridge one of the tiles reaches (the L40S's and RTX 4090's need more).
+_TILE_GPUS = ("h100", "a100", "h200", "b200", "v100", "t4", "h100 pcie", "rtx 3090")
 
 
-def _tile_for_ridge() -> str:
-    """Smallest tile whose tiled FP32 GEMM (N = 8192) reaches the H100 SXM5's FP32 ridge.
+def _tile_for_ridge(gpu) -> str:
+    """Smallest tile whose tiled FP32 GEMM (N = 8192) reaches the GPU's FP32 ridge.
 
-    Tiled traffic s·(2N³/T + N²) gives I ≈ T/4 FLOP/byte in FP32 (PMPP ch. 5); the ridge is
-    66.9 TFLOP/s / 3.35 TB/s ≈ 20 FLOP/byte.
+    Tiled traffic s·(2N³/T + N²) gives I ≈ T/4 FLOP/byte in FP32 (PMPP ch. 5); the H100
+    SXM5's ridge is 66.9 TFLOP/s / 3.35 TB/s ≈ 20 FLOP/byte: T = 128.
     """
-    from ..costs import gemm_tiled
-    from ..hardware import gpu
-
-    ridge = gpu("h100").ridge_point("fp32")
+    ridge = lookup(gpu).ridge_point("fp32")
     for t in sorted(_TILES, key=int):
         if gemm_tiled(_TILE_N, _TILE_N, _TILE_N, tile=int(t)).intensity >= ridge:
             return t
-    raise AssertionError("no tile in 05.tile_for_ridge reaches the ridge")
+    raise AssertionError(f"no tile in 05.tile_for_ridge reaches the ridge of {gpu}")
 
 
-# -- decode attention (erratum E12) ---------------------------------------------------------------
+def _tile_mistakes() -> tuple[Mistake, ...]:
+    """One mistake per option: too small (left of the ridge) or larger than needed."""
+    out = []
+    for t in _TILES:
+        out.append(Mistake(f"too_small_{t}", "with that tile the kernel stays left of the "
+                           "ridge: compute its intensity (≈ T/4 FLOP/byte in FP32) and compare "
+                           "it with the {gpu}'s FP32 peak / DRAM bandwidth.",
+                           value=lambda gpu, t=t: t if int(t) < int(_tile_for_ridge(gpu))
+                           else None))
+        out.append(Mistake(f"too_large_{t}", "that tile reaches the ridge, but so does a "
+                           "smaller one; larger tiles cost more shared memory and registers "
+                           "per block.", value=lambda gpu, t=t: t if int(t) > int(
+                               _tile_for_ridge(gpu)) else None))
+    return tuple(out)
 
-def _decode_bound() -> str:
-    """Decode attention (batch 16, 32 heads x 128, 4096 cached tokens, FP16) on an H100 SXM5's
-    FP16 tensor roofline: about 1 FLOP/byte, far below the ridge (~295), so memory-bound."""
-    from ..costs import attention_decode
-    from ..roofline import Roofline
 
-    cost = attention_decode(4096, n_heads=32, head_dim=128, batch=16)
-    return Roofline.from_gpu("h100", "fp16").classify(cost.intensity).bound
+# -- 05.decode_bound: attention while decoding ------------------------------------------------------
+
+_DECODE_GPUS = ("h100", "a100", "h200", "b200", "l40s", "rtx 4090")
+
+
+def _decode_cost(new_tokens, kv_heads):
+    """Attention of 16 sequences, each with ``new_tokens`` new tokens over a 4,096-token KV
+    cache, 32 query heads of 128, ``kv_heads`` key/value heads, FP16
+    (:func:`gpu_lessons.costs.attention`)."""
+    return attention(new_tokens, 4096, n_heads=32, head_dim=128, batch=16, n_kv_heads=kv_heads,
+                     dtype="fp16")
+
+
+def _decode_bound(gpu, new_tokens, kv_heads) -> str:
+    """On the GPU's FP16 tensor roofline.  One new token, 32 K/V heads: about 1 FLOP/byte, far
+    below the H100's ridge (~295), so memory-bound; each new token and each query head sharing
+    a K/V head multiplies the reuse."""
+    return Roofline.from_gpu(gpu, "fp16").classify(
+        _decode_cost(new_tokens, kv_heads).intensity).bound
+
+
+def _decode_other(wanted: str):
+    def value(gpu, new_tokens, kv_heads):
+        return wanted if _decode_bound(gpu, new_tokens, kv_heads) != wanted else None
+    return value
+
+
+def _decode_fields(gpu, new_tokens, kv_heads) -> dict:
+    group = 32 // kv_heads
+    heads = ("each K/V head serves one query head (plain multi-head attention)" if group == 1
+             else f"each K/V head is shared by {group} query heads (grouped-query attention)")
+    tokens = ("adds one token (plain decode)" if new_tokens == 1 else
+              f"checks {new_tokens} new tokens at once (speculative decoding)")
+    return {"tokens": tokens, "heads": heads, "reuse": new_tokens * group}
 
 
 QUESTIONS = (
@@ -210,31 +267,38 @@ QUESTIONS = (
         id="05.ridge_h100",
         name="ridge_h100",
         points=2,
-        prompt="The ridge point of an H100 SXM5 for dense FP16 tensor-core math (FP32 "
-               "accumulate) against HBM3, in FLOP/byte.",
-        hint="Ridge point = peak FLOP/s / memory bandwidth in B/s, both from the H100 SXM5 "
-             "datasheet.",
+        title="The ridge point of an H100",
+        prompt="The ridge point I_max = π / β is the intensity a kernel needs to be "
+               "compute-bound. What is it for {a_gpu} **{gpu}** running {roof} against its "
+               "{memory}, in **FLOP/byte**? Store it in `ridge_h100`.",
+        hint="Ridge point = peak FLOP/s / memory bandwidth in B/s, both from the {gpu} "
+             "datasheet (the catalog has them).",
+        vary=(gpus("h100", "h100 pcie"),
+              Vary("precision", ("fp16", "tf32", "fp8", "fp32", "fp64"), "the math's precision")),
+        derive=_ridge_fields,
         answer=Number(
-            reference=_ridge_h100_fp16,
+            reference=_ridge,
             units="FLOP/byte",
             rtol=0.01,
             mistakes=(
                 Mistake("sparse_peak", "looks like the sparse (2:4) peak, which vendors print "
-                        "at 2× the dense figure (or the FP8 peak). Rooflines use the dense "
-                        "peak of the precision the kernel runs in.", value=lambda ref: 2 * ref),
-                Mistake("tf32_or_macs", "that is the TF32 tensor-core roof, or a peak counted "
-                        "in multiply-adds (half the FLOPs); the question asks for FP16.",
-                        value=lambda ref: ref / 2),
+                        "at 2× the dense figure (or the peak of a precision twice as fast). "
+                        "Rooflines use the dense peak of the precision the kernel runs in.",
+                        value=lambda ref, **p: 2 * ref),
+                Mistake("half", "that is half the ridge: the roof of a precision half as fast, "
+                        "or a peak counted in multiply-adds (half the FLOPs). The question asks "
+                        "for {roof}.", value=lambda ref, **p: ref / 2),
                 Mistake("fp32_peak", "that is the FP32 CUDA-core roof; the question asks for "
-                        "the FP16 tensor-core roof.", value=lambda ref: _ridge("h100", "fp32")),
+                        "{roof}.", value=lambda ref, gpu, precision:
+                        None if precision == "fp32" else _ridge(gpu, "fp32")),
                 Mistake("h200_bandwidth", "4.8 TB/s is the H200's HBM3e; the H100 SXM5 has "
                         "HBM3.", value=_h200_bandwidth_ridge),
-                Mistake("h100_pcie", "that is the H100 PCIe (HBM2e); the question is about the "
-                        "SXM5.", value=lambda ref: _ridge("h100 pcie", "fp16")),
+                Mistake("other_h100", "that is the {other}; the question is about the {gpu}.",
+                        value=lambda ref, gpu, precision: _ridge(_OTHER_H100[gpu], precision)),
                 Mistake("gib", "mixed units: a datasheet's GB/s and TB/s are powers of 10, "
-                        "not of 2 (GiB).", value=lambda ref: ref * 1e9 / 2**30),
+                        "not of 2 (GiB).", value=lambda ref, **p: ref * 1e9 / 2**30),
                 Mistake("inverted", "that is bandwidth / peak (bytes per FLOP), the inverse "
-                        "of the ridge point.", value=lambda ref: 1 / ref),
+                        "of the ridge point.", value=lambda ref, **p: 1 / ref),
             ),
         ),
     ),
@@ -242,16 +306,27 @@ QUESTIONS = (
         id="05.axpy_bound",
         name="axpy_bound",
         points=1,
-        prompt="A large FP32 axpy (y = a*x + y over 10^8 elements: 2 FLOPs and 12 bytes per "
-               "element) on an H100 SXM5: which limit sets its speed?",
+        title="Memory- or compute-bound?",
+        prompt="A large FP32 kernel runs over 10⁸ elements. Each element reads `x[i]` and "
+               "`y[i]`, does **{fmas}** fused multiply-add{plural} (FMA) with them and writes "
+               "`y[i]`: {flops} FLOPs and 12 bytes per element. (With one FMA it is axpy, "
+               "`y = a*x + y`; more FMAs evaluate a polynomial in Horner form.) On {a_gpu} **{gpu}**, "
+               "which limit sets its speed? Answer `\"memory-bound\"`, `\"compute-bound\"` or "
+               "`\"latency-bound\"` in `axpy_bound`.",
+        vary=(gpus("h100", "a100", "v100", "b200", "t4", "l40s", "h100 pcie"),
+              Vary("fmas", (1, 64, 128, 200, 16), "FMAs per element")),
+        derive=lambda gpu, fmas: {"plural": "" if fmas == 1 else "s", "flops": 2 * fmas},
         answer=Choice(
             reference=_axpy_bound,
             options=("memory-bound", "compute-bound", "latency-bound"),
             mistakes=(
-                Mistake("compute", "axpy does 2 FLOPs for every 12 bytes it moves; put that "
-                        "intensity next to the H100's FP32 ridge point (peak / bandwidth) and "
-                        "see which side it falls on.", value="compute-bound"),
-                Mistake("latency", "10^8 independent elements give every SM thousands of "
+                Mistake("compute", "put the kernel's intensity (FLOPs per byte) next to the "
+                        "{gpu}'s FP32 ridge point (peak / bandwidth) and see which side it "
+                        "falls on.", value=_axpy_other("compute-bound")),
+                Mistake("memory", "put the kernel's intensity (FLOPs per byte) next to the "
+                        "{gpu}'s FP32 ridge point (peak / bandwidth) and see which side it "
+                        "falls on.", value=_axpy_other("memory-bound")),
+                Mistake("latency", "10⁸ independent elements give every SM thousands of "
                         "threads to hide latency with; ask instead which roof caps it.",
                         value="latency-bound"),
             ),
@@ -261,8 +336,10 @@ QUESTIONS = (
         id="05.kernel_time",
         name="kernel_time",
         points=2,
-        prompt="Write kernel_time(flops, bytes_moved, peak_flops, bandwidth) returning the "
-               "roofline estimate of a kernel's run time in seconds (FLOP/s and B/s in).",
+        title="The roofline as a time",
+        prompt="Write `kernel_time(flops, bytes_moved, peak_flops, bandwidth)` that returns the "
+               "roofline estimate of a kernel's run time in **seconds**, given its FLOPs, the "
+               "bytes it moves, the peak in FLOP/s and the bandwidth in B/s.",
         answer=Function(
             reference=_kernel_time_reference,
             inputs=_kernel_time_inputs,
@@ -295,28 +372,43 @@ QUESTIONS = (
         ),
     ),
     Question(
-        id="05.gemm_intensity",
-        name="gemm_intensity",
-        points=1,
-        prompt="C = A @ B with A, B and C all 4096 x 4096 in FP16 (2 bytes per element). If "
-               "every matrix crosses DRAM exactly once (A and B read, C written), what is the "
-               "arithmetic intensity, in FLOP/byte?",
-        hint="FLOPs = 2·m·n·k (a multiply-add is 2 FLOPs); bytes = (elements of A, B and C) x "
-             "2 bytes.",
+        id="05.gemm_ridge_size",
+        name="gemm_ridge_size",
+        points=2,
+        title="How large must a GEMM be?",
+        prompt="C = A @ B with all three matrices N × N in **{dtype}** ({bytes} bytes per "
+               "element). If every matrix crosses DRAM exactly once (A and B read, C written), "
+               "the arithmetic intensity grows with N. What is the **smallest N** for which it "
+               "reaches the ridge point of {a_gpu} **{gpu}** running {roof}? Store the whole number "
+               "in `gemm_ridge_size`.",
+        hint="Intensity = 2·N³ FLOPs (a multiply-add is 2 FLOPs) over the bytes of A, B and C; "
+             "set it equal to peak / bandwidth and solve for N, then round up.",
+        vary=(gpus(*_GEMM_GPUS),
+              Vary("precision", ("fp16", "tf32", "fp8", "fp32"), "the math's precision")),
+        derive=_gemm_fields,
         answer=Number(
-            reference=_gemm_intensity,
-            units="FLOP/byte",
-            rtol=0.01,
+            reference=_gemm_ridge_size,
+            units="elements per side (N)",
+            rtol=0,
+            integer=True,
             mistakes=(
-                Mistake("macs_or_fp32", "half the intensity: either each multiply-add was "
-                        "counted as one FLOP (it is two), or the elements were taken as 4 "
-                        "bytes (FP16 is 2).", value=lambda ref: ref / 2),
+                Mistake("just_below", "at that N the intensity is still just below the ridge "
+                        "point: round up.",
+                        value=lambda ref, **p: ref - 1),
+                Mistake("macs", "that counts each multiply-add as one FLOP; it is two, so a "
+                        "smaller matrix reaches the ridge.",
+                        value=lambda ref, gpu, precision: _gemm_ridge_size(
+                            gpu, precision, flops_per_mac=1)),
                 Mistake("no_c", "C has to be written back to DRAM too: count its bytes.",
-                        value=_gemm_no_c),
-                Mistake("naive", "that is a naive kernel that re-reads A and B for every "
-                        "multiply-add; here each matrix moves once.",
-                        value=_gemm_naive_intensity),
-                Mistake("fp8", "FP16 elements are 2 bytes, not 1.", value=lambda ref: ref * 2),
+                        value=lambda ref, gpu, precision: _gemm_ridge_size(
+                            gpu, precision, write_c=False)),
+                Mistake("four_bytes", "{dtype} elements are {bytes} bytes, not 4.",
+                        value=lambda ref, gpu, precision: None if _GEMM_DTYPE[precision][1] == 4
+                        else _gemm_ridge_size(gpu, precision, size=4)),
+                Mistake("ridge_itself", "that is the ridge point (FLOP/byte); the question "
+                        "asks for the matrix size that reaches it.",
+                        value=lambda ref, gpu, precision: round(
+                            lookup(gpu).ridge_point(precision))),
             ),
         ),
     ),
@@ -324,10 +416,13 @@ QUESTIONS = (
         id="05.conv_flops",
         name="conv_flops",
         points=2,
-        prompt="Write conv_flops(x, k, c_in, c_out, padding, stride): the FLOPs of one 2-D "
-               "convolution layer on one image (x by x input with c_in channels, c_out filters "
-               "of k by k, no bias), counting a multiply-add as 2 FLOPs. The output side is "
-               "floor((x + 2·padding - k) / stride) + 1, as PyTorch computes it.",
+        title="FLOPs of a convolution layer",
+        prompt="A common shortcut counts a convolution layer as M²·K²·C_in·C_out \"FLOPS\". "
+               "Write `conv_flops(x, k, c_in, c_out, padding, stride)` returning the **FLOPs** "
+               "of one 2-D convolution layer on one image (an x × x input with c_in channels, "
+               "c_out filters of k × k, no bias), counting a multiply-add as 2 FLOPs. The "
+               "output side is M = ⌊(x + 2·padding − k) / stride⌋ + 1, as PyTorch computes "
+               "it.",
         answer=Function(
             reference=_conv_flops_reference,
             inputs=_conv_flops_inputs,
@@ -336,8 +431,8 @@ QUESTIONS = (
             units="FLOPs",
             rtol=1e-9,
             mistakes=(
-                Mistake("macs", "M²·K²·Cin·Cout counts multiply-adds (the seed notes' formula); "
-                        "a multiply-add is 2 FLOPs.", value=_conv_seed_macs),
+                Mistake("macs", "M²·K²·Cin·Cout counts multiply-adds (the shortcut's formula); "
+                        "a multiply-add is 2 FLOPs.", value=_conv_macs),
                 Mistake("input_side", "the layer computes an M x M output, not x by x: use the "
                         "output side.", value=_conv_input_side),
                 Mistake("no_floor", "the output side is a whole number: floor the division "
@@ -353,41 +448,49 @@ QUESTIONS = (
         id="05.tile_for_ridge",
         name="tile_for_ridge",
         points=2,
-        prompt="A shared-memory tiled FP32 GEMM (8192 x 8192 x 8192, square T x T tiles, each "
-               "block reading its strips of A and B once) runs on an H100 SXM5's FP32 CUDA "
-               "cores. What is the smallest tile edge T that brings its intensity up to the "
-               "ridge point? One of '16', '32', '64', '128', '256'.",
+        title="Tile size to reach the ridge",
+        prompt="A shared-memory tiled FP32 GEMM (8192 × 8192 × 8192, square T × T tiles, each "
+               "block reading its strips of A and B once, C written once) runs on the FP32 CUDA "
+               "cores of {a_gpu} **{gpu}**. Each element of A and B is then read 8192/T times. What "
+               "is the smallest tile edge T that brings the kernel's intensity up to the FP32 "
+               "ridge point? One of `\"16\"`, `\"32\"`, `\"64\"`, `\"128\"`, `\"256\"`, in "
+               "`tile_for_ridge`.",
         hint="Tiled traffic is about 4·(2N³/T + N²) bytes for 2N³ FLOPs; the ridge point is "
-             "peak FP32 FLOP/s / HBM bandwidth.",
+             "peak FP32 FLOP/s / DRAM bandwidth.",
+        vary=(gpus(*_TILE_GPUS),),
         answer=Choice(
             reference=_tile_for_ridge,
             options=_TILES,
-            mistakes=(
-                *(Mistake(f"too_small_{t}", "with that tile the kernel stays left of the "
-                          "ridge: compute its intensity (≈ T/4 FLOP/byte in FP32) and compare "
-                          "it with the H100's FP32 peak / HBM bandwidth.", value=t)
-                  for t in ("16", "32", "64")),
-                Mistake("too_large", "that tile reaches the ridge, but so does a smaller one; "
-                        "larger tiles cost more shared memory and registers per block.",
-                        value="256"),
-            ),
+            mistakes=_tile_mistakes(),
         ),
     ),
     Question(
         id="05.decode_bound",
         name="decode_bound",
         points=1,
-        prompt="LLM decode: each of 16 sequences adds one token, and attention reads its KV cache "
-               "of 4096 tokens (32 heads x 128 dims, FP16) once. On an H100 SXM5, which limit "
-               "sets the speed of this attention step?",
+        title="Attention during LLM decode",
+        prompt="An LLM serves 16 sequences, each with a KV cache of 4096 tokens; the model has "
+               "32 query heads of 128 dimensions, FP16, and {heads}. In this step each sequence "
+               "{tokens}, and attention reads the sequence's cached K and V once: the scores "
+               "q·Kᵀ and the weighted sum A·V cost one multiply-add per cached element, per new "
+               "token and per query head that uses it. On {a_gpu} **{gpu}** (FP16 tensor cores), is "
+               "this attention step `\"memory-bound\"` or `\"compute-bound\"`? Store the "
+               "answer in `decode_bound`.",
+        vary=(gpus(*_DECODE_GPUS),
+              Vary("new_tokens", (1, 4, 16, 64), "new tokens per sequence in the step"),
+              Vary("kv_heads", (32, 8, 4), "key/value heads (32 = plain multi-head)")),
+        derive=_decode_fields,
         answer=Choice(
             reference=_decode_bound,
             options=("memory-bound", "compute-bound"),
             mistakes=(
-                Mistake("compute", "that holds for prefill, where every token of the prompt "
-                        "reuses each K and V. In decode each cached element is read once for "
-                        "one multiply-add per new token: count FLOPs per byte and compare with "
-                        "the ridge point.", value="compute-bound"),
+                Mistake("compute", "each cached element is read once and used only {reuse} "
+                        "time(s) in this step: count FLOPs per byte and compare with the ridge "
+                        "point.", value=_decode_other("compute-bound")),
+                Mistake("memory", "each cached element is read once but used {reuse} times in "
+                        "this step (new tokens × query heads per K/V head): count FLOPs per "
+                        "byte and compare with the ridge point.",
+                        value=_decode_other("memory-bound")),
             ),
         ),
     ),

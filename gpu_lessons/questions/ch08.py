@@ -4,64 +4,85 @@ References come from :mod:`gpu_lessons.system` (launch overhead:
 ``step = max(o + n·d, n·o + d) + r`` with the H200's measured launch and sync costs; ring
 all-reduce ``2(p−1)/p · S / B``, Thakur, Rabenseifner & Gropp 2005; data-parallel overlap as
 PyTorch DDP does it) and :mod:`gpu_lessons.allocator` (a caching allocator modelled on
-PyTorch's, against vLLM's fixed-size pages; fragmentation = 1 − largest free block / total
-free), imported inside each function.
+PyTorch's large-block pool, against vLLM's fixed-size pages; fragmentation = 1 − largest free
+block / total free).
 """
 
 from __future__ import annotations
 
-from .types import Choice, Function, Mistake, Number, Question
+import math
+from functools import lru_cache
 
-# -- 08.launch_utilisation: kernels shorter than a launch ----------------------------------------
+from ..allocator import MiB, alloc, caching, compare, free
+from ..system import (
+    DDP_BUCKET_BYTES,
+    LINKS,
+    allreduce_time,
+    batch_sweep,
+    kernel_sequence,
+    launch_figures,
+    training_step,
+)
+from .types import Choice, Function, Mistake, Number, Question, Vary
 
-_N_KERNELS, _KERNEL_US = 200, 3.0
-#: The H200 launch and sync costs the prompts state, µs.
-_PROMPT_H200 = {"launch_us": 4.7, "sync_us": 5.1}
+# -- 08.min_kernel_time: how long kernels must be to keep the GPU busy -----------------------------
+
+def _busy(n_kernels, kernel_us, **kw) -> float:
+    """Percent of the step the GPU runs kernels: :func:`gpu_lessons.system.kernel_sequence`
+    with the H200's measured launch and sync costs."""
+    return 100 * kernel_sequence(n_kernels, kernel_us, **kw).utilisation
 
 
-def _as_stated(kw: dict) -> dict:
-    """The prompts' launch costs unless a mistake asks for another system's figures."""
-    return kw if "figures" in kw else {**_PROMPT_H200, **kw}
+@lru_cache(maxsize=1024)
+def _min_kernel_us(n_kernels, target, **kw) -> float:
+    """The shortest kernel (µs) that keeps the GPU busy ``target`` % of the step, bisected on
+    the model (the busy share grows with the kernel's length).  200 kernels, 90 %: kernels
+    shorter than a 4.7 µs launch leave the GPU waiting, step = 200·4.7 + d + 5.1, and
+    200·d / (945.1 + d) = 0.9 at d = 4.27 µs."""
+    low, high = 1e-3, 1e4
+    if _busy(n_kernels, high, **kw) < target:
+        return float("nan")
+    while high / low > 1 + 1e-10:
+        mid = (low * high) ** 0.5
+        low, high = (low, mid) if _busy(n_kernels, mid, **kw) >= target else (mid, high)
+    return high
 
 
-def _launch_utilisation(**kw) -> float:
-    """GPU busy fraction (percent) of 200 kernels of 3 µs launched back to back on an H200,
-    one sync at the end: 600 µs of work in max(4.7 + 600, 940 + 3) + 5.1 = 948.1 µs."""
-    from ..system import kernel_sequence
+def _kernel_fields(n_kernels, target) -> dict:
+    h200 = launch_figures("H200")
+    return {"launch": f"{h200.launch_us:g}", "sync": f"{h200.sync_us:g}"}
 
-    return 100 * kernel_sequence(_N_KERNELS, _KERNEL_US, **_as_stated(kw)).utilisation
+
+def _distinct(ref, value, rtol: float = 0.02):
+    """``value``, unless it is within ``rtol`` of the reference (then the mistake cannot be
+    told from the right answer, and does not apply)."""
+    return None if value != value or abs(value - ref) <= rtol * abs(ref) else value
 
 
 # -- 08.batch_knee: the batch at which the GPU stops waiting for the CPU --------------------------
 
-_FIXED_US, _PER_ITEM_US = 2.0, 0.05
+def _batch_knee(fixed_us, per_item_us, **kw) -> float:
+    """The smallest whole batch whose kernel (``fixed + per_item·batch`` µs) lasts at least one
+    launch (4.7 µs on an H200): ``ceil((launch − fixed) / per_item)``, from the model's knee
+    (:func:`gpu_lessons.system.batch_sweep`), rounded up as a count must be."""
+    knee = batch_sweep([1], fixed_us=fixed_us, per_item_us=per_item_us, **kw).knee_batch
+    whole = round(knee)
+    return float(whole if abs(knee - whole) < 1e-9 else math.ceil(knee))
 
 
-def _batch_knee(**kw) -> float:
-    """Batch where a kernel of ``2 + 0.05·batch`` µs lasts one launch (4.7 µs on an H200)."""
-    from ..system import batch_sweep
-
-    kw.setdefault("fixed_us", _FIXED_US)
-    return batch_sweep([1], per_item_us=_PER_ITEM_US, **_as_stated(kw)).knee_batch
-
-
-def _launch_plus_sync(_ref: float) -> float:
-    return _batch_knee(launch_us=_PROMPT_H200["launch_us"] + _PROMPT_H200["sync_us"])
+def _batch_fields(fixed_us, per_item_us) -> dict:
+    return {"launch": f"{launch_figures('H200').launch_us:g}"}
 
 
 # -- 08.allreduce_time: the ring all-reduce ------------------------------------------------------
 
 def _allreduce_reference(nbytes, gpus, bandwidth):
     """``2(p−1)/p · S / B`` seconds (:func:`gpu_lessons.system.allreduce_time`, no latency)."""
-    from ..system import allreduce_time
-
     return allreduce_time(nbytes, gpus, bandwidth)
 
 
 def _allreduce_inputs(rng) -> dict:
     """Buffers from 1 kB to 10 GB, 1 to 1,024 GPUs, a catalog link or any 1 GB/s-1 TB/s."""
-    from ..system import LINKS
-
     links = [bw for bw, _ in LINKS.values()]
     bandwidth = (float(rng.choice(links)) if rng.random() < 0.5
                  else round(float(10 ** rng.uniform(9, 12)), 0))
@@ -71,8 +92,6 @@ def _allreduce_inputs(rng) -> dict:
 
 
 def _allreduce_edges() -> list[dict]:
-    from ..system import DDP_BUCKET_BYTES, LINKS
-
     nvlink = LINKS["nvlink4"][0]
     return [{"nbytes": 10**9, "gpus": 8, "bandwidth": nvlink},     # 1 GB over NVLink 4
             {"nbytes": 10**9, "gpus": 1, "bandwidth": nvlink},     # one GPU: nothing to send
@@ -80,84 +99,78 @@ def _allreduce_edges() -> list[dict]:
             {"nbytes": 4 * 10**9, "gpus": 1024, "bandwidth": LINKS["ib_hdr"][0]}]
 
 
-# -- 08.exposed_comm: communication the backward pass cannot hide ---------------------------------
+# -- 08.max_bucket: the most gradient per layer that the backward pass hides -----------------------
 
-#: 08.exposed_comm's training step: per layer forward and backward ms, gradient bytes.
-_STEP = {"n_layers": 12, "forward_ms": 1.0, "backward_ms": 2.0, "grad_bytes": 100e6, "gpus": 8,
-         "link": 50e9}
+_LAYERS = 12
 
 
-def _step(**kw):
-    from ..system import training_step
-
-    s = _STEP
-    kw.setdefault("link_bandwidth", s["link"])
-    return training_step(s["forward_ms"], s["backward_ms"], s["grad_bytes"], gpus=s["gpus"],
-                         n_layers=s["n_layers"], **kw)
+def _exposed_ms(grad_mb, gpus, link_gbs, backward_ms, **kw) -> float:
+    """Communication left after the backward pass (:func:`gpu_lessons.system.training_step`:
+    each layer's gradients all-reduced as soon as its backward finishes, one at a time)."""
+    return training_step(1.0, backward_ms, grad_mb * 1e6, gpus=gpus, n_layers=_LAYERS,
+                         link_bandwidth=link_gbs * 1e9, **kw).exposed_comm_ms
 
 
-def _exposed_comm() -> float:
-    """12 all-reduces of 3.5 ms (2·7/8·100 MB at 50 GB/s) queue behind 2-ms backward layers:
-    the link runs from 14 ms to 56 ms, compute ends at 36 ms: 20 ms exposed."""
-    return _step().exposed_comm_ms
+def _one_allreduce_ms(grad_mb, gpus, link_gbs) -> float:
+    return 1e3 * allreduce_time(grad_mb * 1e6, gpus, link_gbs * 1e9)
 
 
-def _comm_minus_backward(_ref: float) -> float:
-    s = _STEP
-    return _step().comm_ms - s["n_layers"] * s["backward_ms"]
+@lru_cache(maxsize=1024)
+def _max_bucket(gpus, link_gbs, backward_ms) -> float:
+    """The largest gradient size per layer (MB) for which only the last layer's all-reduce is
+    exposed: every earlier one finishes before the next layer's gradients are ready.  Bisected
+    on the timeline model; it is where one all-reduce lasts one layer's backward,
+    S = t·B·p / (2(p − 1)) — 8 GPUs, 50 GB/s, 2 ms: 57.1 MB."""
+    low, high = 1e-3, 1e6
+    while high / low > 1 + 1e-10:
+        mid = (low * high) ** 0.5
+        exposed = _exposed_ms(mid, gpus, link_gbs, backward_ms)
+        if exposed <= _one_allreduce_ms(mid, gpus, link_gbs) * (1 + 1e-12) + 1e-12:
+            low = mid
+        else:
+            high = mid
+    return low
 
 
-def _one_allreduce(_ref: float) -> float:
-    from ..system import allreduce_time
+# -- 08.fragmentation and 08.allocator_choice: small traces ---------------------------------------
 
-    return 1e3 * allreduce_time(_STEP["grad_bytes"], _STEP["gpus"], _STEP["link"])
-
-
-def _no_ring_factor(_ref: float) -> float:
-    """Each all-reduce taken as S / B (the 2(p−1)/p factor left out)."""
-    p = _STEP["gpus"]
-    return _step(link_bandwidth=_STEP["link"] * 2 * (p - 1) / p).exposed_comm_ms
+def _trace(a, b, c, d, e=None):
+    """An 8 MiB segment, cached free; then a, b, c, d MiB one after another; free a and c; then
+    (for 08.allocator_choice) e MiB."""
+    events = [alloc("w", 8 * MiB), free("w"), alloc("a", int(a * MiB)), alloc("b", int(b * MiB)),
+              alloc("c", int(c * MiB)), alloc("d", int(d * MiB)), free("a"), free("c")]
+    return events + ([alloc("e", int(e * MiB))] if e else [])
 
 
-# -- 08.fragmentation and 08.allocator_choice: one small trace ------------------------------------
-
-def _trace():
-    """An 8 MiB segment, cached free; then a 3, b 1, c 1, d 2 MiB; free a and c; e 4 MiB.
-
-    Free blocks before e: a's 3 MiB, c's 1 MiB and the 1 MiB tail after d (c and the tail are
-    separated by d): 5 MiB free, largest 3 MiB.
-    """
-    from ..allocator import MiB, alloc, free
-
-    return (alloc("w", 8 * MiB), free("w"), alloc("a", 3 * MiB), alloc("b", 1 * MiB),
-            alloc("c", 1 * MiB), alloc("d", 2 * MiB), free("a"), free("c"), alloc("e", 4 * MiB))
+#: 08.fragmentation's allocation sizes in MiB (a, b, c, d), all leaving a free tail.
+_SIZES = ("3 1 1 2", "2 1 1.5 1", "1 0.5 2 3", "4 0.5 1 1.5", "3 0.5 1.5 1", "2 1 2 2",
+          "0.5 1 3 1.5", "3.5 1 1 1")
 
 
-def _before_e():
-    """The best-fit caching allocator's state just before e: (fragmentation, largest free,
-    total free, reserved)."""
-    from ..allocator import caching
-
-    run = caching(_trace(), policy="best_fit")
-    i = len(run.used) - 2
+def _before_e(sizes):
+    """The best-fit caching allocator's state once a and c are freed: (fragmentation, largest
+    free, total free, reserved)."""
+    run = caching(_trace(*map(float, sizes.split())), policy="best_fit")
+    i = len(run.used) - 1
     return (float(run.fragmentation[i]), float(run.largest_free[i]),
             float(run.free_cached[i]), float(run.reserved[i]))
 
 
-def _fragmentation() -> float:
-    return 100 * _before_e()[0]
+def _fragmentation(sizes) -> float:
+    """1 − largest free block / total free, in percent.  3, 1, 1, 2 MiB: free pieces of 3, 1
+    and 1 MiB (a's, c's and the tail; c and the tail are separated by d): 1 − 3/5 = 40 %."""
+    return 100 * _before_e(sizes)[0]
 
 
-def _fragmentation_of_reserved(_ref: float) -> float:
-    _, largest, _, reserved = _before_e()
-    return 100 * (1 - largest / reserved)
+def _fragmentation_fields(sizes) -> dict:
+    a, b, c, d = sizes.split()
+    return {"a": a, "b": b, "c": c, "d": d}
 
 
 def _allocator_choice() -> str:
-    """The allocator that serves e from memory it already holds (reserved does not grow)."""
-    from ..allocator import MiB, compare
-
-    runs = compare(_trace(), page_bytes=MiB).runs
+    """The allocator that serves e = 4 MiB from memory it already holds (reserved does not
+    grow) after 3, 1, 1, 2 MiB with a and c freed."""
+    runs = compare(_trace(3, 1, 1, 2, 4), page_bytes=MiB).runs
     fits = [r.allocator for r in runs if r.reserved[-1] == r.reserved[-2] and not r.failed]
     if len(fits) != 1:
         raise AssertionError(f"08.allocator_choice needs one answer, the model gives {fits}")
@@ -166,33 +179,34 @@ def _allocator_choice() -> str:
 
 QUESTIONS = (
     Question(
-        id="08.launch_utilisation",
-        name="launch_utilisation",
+        id="08.min_kernel_time",
+        name="min_kernel_time",
         points=2,
-        prompt="A step launches 200 kernels of 3 µs each back to back on an H200 (4.7 µs of "
-               "CPU time per launch, 5.1 µs round trip for the one synchronisation at the end "
-               "of the step). What fraction of the step is the GPU busy running kernels, in "
-               "percent?",
-        hint="The GPU can start a kernel only after its launch call returned and the previous "
-             "kernel finished; find when the last kernel ends, then add the final sync.",
+        title="How long must kernels be?",
+        prompt="A step launches **{n_kernels} kernels** of equal length back to back on an "
+               "H200 ({launch} µs of CPU time per launch, {sync} µs round trip for the one "
+               "synchronisation at the end of the step; the GPU can start a kernel only once "
+               "its launch has returned and the previous kernel has finished). What is the "
+               "shortest kernel, in **µs**, for which the GPU is busy running kernels at least "
+               "**{target} %** of the step? Store it in `min_kernel_time`.",
+        hint="Write the step time for kernels shorter and longer than a launch (which one "
+             "sets when the last kernel ends?), then solve busy time / step time = the target.",
+        vary=(Vary("n_kernels", (200, 50, 100, 500, 1000), "kernels per step"),
+              Vary("target", (90, 80, 95, 75, 60), "the share of the step the GPU must be "
+                   "busy, %")),
+        derive=_kernel_fields,
         answer=Number(
-            reference=_launch_utilisation,
-            units="%",
+            reference=_min_kernel_us,
+            units="µs",
             rtol=0.01,
             mistakes=(
                 Mistake("sync_each", "that charges a sync round trip after every kernel; here "
                         "the kernels are launched back to back with one sync at the end.",
-                        value=lambda ref: _launch_utilisation(mode="sync")),
-                Mistake("serial", "launches overlap with the kernels already queued: the CPU "
-                        "does not wait for a kernel before launching the next.",
-                        value=lambda ref: _launch_utilisation(mode="sync", sync_us=0.0)),
-                Mistake("graph", "that is what a CUDA graph would give; these kernels are "
-                        "launched one by one.", value=lambda ref: _launch_utilisation(
-                            mode="graph")),
-                Mistake("no_overhead", "the kernels are shorter than a launch: the GPU waits "
-                        "for the CPU between them.", value=100.0),
-                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref: ref / 100),
+                        value=lambda ref, n_kernels, target: _distinct(
+                            ref, _min_kernel_us(n_kernels, target, mode="sync"))),
+                Mistake("launch", "that is the length of one launch: kernels that long just "
+                        "stop the GPU waiting for the CPU; the target asks for more.",
+                        value=lambda ref, **p: _distinct(ref, launch_figures("H200").launch_us)),
             ),
         ),
     ),
@@ -200,22 +214,34 @@ QUESTIONS = (
         id="08.batch_knee",
         name="batch_knee",
         points=1,
-        prompt="An inference kernel takes 2 µs plus 0.05 µs per item of the batch, and kernels "
-               "are launched back to back on an H200 (4.7 µs per launch). From which batch "
-               "size on does a kernel last at least as long as its launch, so that the GPU no "
-               "longer waits for the CPU?",
+        title="The batch that keeps up with launches",
+        prompt="An inference kernel takes {fixed_us} µs plus {per_item_us} µs per item of the "
+               "batch, and kernels are launched back to back on an H200 ({launch} µs per "
+               "launch). From which batch size on does a kernel last at least as long as its "
+               "launch, so that the GPU no longer waits for the CPU?\n\n"
+               "Answer with a whole batch size (**items**) in `batch_knee`.",
+        vary=(Vary("fixed_us", (2.0, 1.0, 3.0, 1.5, 0.5), "fixed kernel time, µs"),
+              Vary("per_item_us", (0.05, 0.02, 0.1, 0.03, 0.04), "kernel time per item, µs")),
+        derive=_batch_fields,
         answer=Number(
             reference=_batch_knee,
             units="items",
-            rtol=0.01,
+            rtol=0,
+            integer=True,
             mistakes=(
-                Mistake("no_fixed", "the kernel's fixed 2 µs counts too: only the remainder of "
-                        "the launch time has to come from the per-item work.",
-                        value=lambda ref: _batch_knee(fixed_us=0.0)),
+                Mistake("no_fixed", "the kernel's fixed {fixed_us} µs counts too: only the "
+                        "remainder of the launch time has to come from the per-item work.",
+                        value=lambda ref, fixed_us, per_item_us: _batch_knee(0.0, per_item_us)),
                 Mistake("with_sync", "back-to-back launches have no sync between them: compare "
-                        "the kernel with the launch cost alone.", value=_launch_plus_sync),
+                        "the kernel with the launch cost alone.",
+                        value=lambda ref, fixed_us, per_item_us: _batch_knee(
+                            fixed_us, per_item_us, launch_us=launch_figures("H200").launch_us
+                            + launch_figures("H200").sync_us)),
                 Mistake("v100", "that uses the V100's launch cost; the question is about the "
-                        "H200.", value=lambda ref: _batch_knee(figures="V100")),
+                        "H200.", value=lambda ref, fixed_us, per_item_us: _distinct(
+                            ref, _batch_knee(fixed_us, per_item_us, figures="V100"))),
+                Mistake("rounded_down", "at that batch the kernel is still a little shorter "
+                        "than a launch: round up.", value=lambda ref, **p: ref - 1),
             ),
         ),
     ),
@@ -223,9 +249,12 @@ QUESTIONS = (
         id="08.allreduce_time",
         name="allreduce_time",
         points=2,
-        prompt="Write allreduce_time(nbytes, gpus, bandwidth) returning the time in seconds of "
-               "a ring all-reduce of nbytes bytes over `gpus` GPUs whose links move bandwidth "
-               "bytes/s per GPU and direction (bandwidth term only, no per-step latency).",
+        title="A ring all-reduce",
+        prompt="Write `allreduce_time(nbytes, gpus, bandwidth)` returning the time in seconds "
+               "of a ring all-reduce of `nbytes` bytes over `gpus` GPUs whose links move "
+               "`bandwidth` bytes/s per GPU and direction (bandwidth term only, no per-step "
+               "latency).\n\n"
+               "Return **seconds**. With one GPU there is nothing to exchange.",
         hint="A ring all-reduce is a reduce-scatter followed by an all-gather.",
         answer=Function(
             reference=_allreduce_reference,
@@ -253,35 +282,41 @@ QUESTIONS = (
         ),
     ),
     Question(
-        id="08.exposed_comm",
-        name="exposed_comm",
+        id="08.max_bucket",
+        name="max_bucket",
         points=3,
-        prompt="Data-parallel training on 8 GPUs: 12 layers, each with a 1 ms forward, a 2 ms "
-               "backward and 100 MB (10^8 bytes) of gradients. Each layer's gradients are "
-               "all-reduced (ring, 50 GB/s per GPU and direction, no latency term) as soon as "
+        title="Gradients the backward pass can hide",
+        prompt="Data-parallel training on **{gpus} GPUs**: 12 layers, each with a 1 ms forward "
+               "and a **{backward_ms} ms backward**. Each layer's gradients are all-reduced "
+               "(ring, **{link_gbs} GB/s** per GPU and direction, no latency term) as soon as "
                "its backward finishes, one all-reduce at a time; compute does not slow down "
-               "while they run. How many milliseconds does the step last beyond the end of the "
-               "backward pass (the exposed communication)?",
-        hint="Build the timeline: backward runs layer 12 down to layer 1; each all-reduce "
-             "starts when its layer's gradients are ready *and* the previous all-reduce has "
-             "finished.",
+               "while they run. What is the largest gradient size per layer, in **MB** (10⁶ "
+               "bytes), for which only the last layer's all-reduce is left after the backward "
+               "pass (every earlier one finishes before the next one can start)? Store it in "
+               "`max_bucket`.\n\n"
+               "`gpu_lessons.system.training_step` draws this timeline; work it out first, then "
+               "compare.",
+        hint="The all-reduces queue as soon as one lasts longer than a layer's backward.",
+        vary=(Vary("gpus", (8, 4, 16, 64, 2), "GPUs in the ring"),
+              Vary("link_gbs", (50, 100, 25, 200), "link bandwidth per GPU and direction, "
+                   "GB/s"),
+              Vary("backward_ms", (2.0, 1.5, 3.0, 0.8), "backward time per layer, ms")),
         answer=Number(
-            reference=_exposed_comm,
-            units="ms",
+            reference=_max_bucket,
+            units="MB",
             rtol=0.01,
             mistakes=(
-                Mistake("last_only", "that is one all-reduce: true when each all-reduce "
-                        "finishes within the next layer's backward, but here the link cannot "
-                        "keep up, so all-reduces queue.", value=_one_allreduce),
-                Mistake("no_overlap", "that is the whole communication time, as if it started "
-                        "after the backward pass; here each layer's all-reduce starts as soon "
-                        "as its gradients are ready.",
-                        value=lambda ref: _step(overlap=False).exposed_comm_ms),
-                Mistake("comm_minus_backward", "the first all-reduce cannot start before the "
-                        "first backward layer has finished, so not all of the backward time "
-                        "hides communication.", value=_comm_minus_backward),
                 Mistake("no_ring_factor", "a ring all-reduce moves 2(p − 1)/p of the buffer "
-                        "per GPU, not the buffer once.", value=_no_ring_factor),
+                        "per GPU, not the buffer once.", value=lambda ref, gpus, **p: _distinct(
+                            ref, ref * 2 * (gpus - 1) / gpus)),
+                Mistake("one_phase", "an all-reduce is a reduce-scatter *and* an all-gather: "
+                        "each moves (p − 1)/p of the buffer per GPU.",
+                        value=lambda ref, **p: 2 * ref),
+                Mistake("forward", "the all-reduces overlap the *backward* pass; the forward "
+                        "pass is over before the first gradient exists.",
+                        value=lambda ref, backward_ms, **p: _distinct(ref, ref / backward_ms)),
+                Mistake("bits", "that is in megabits; the question asks for megabytes.",
+                        value=lambda ref, **p: 8 * ref),
             ),
         ),
     ),
@@ -289,13 +324,19 @@ QUESTIONS = (
         id="08.fragmentation",
         name="fragmentation",
         points=2,
-        prompt="A caching allocator (PyTorch-style: best fit, blocks are split, a freed block "
-               "merges only with free neighbours in the same segment) holds one 8 MiB segment, "
-               "all free. The program allocates a = 3 MiB, b = 1 MiB, c = 1 MiB and d = 2 MiB, "
-               "placed one after another from the start of the segment, then frees a and c. "
-               "What is the external fragmentation of the free memory now, "
-               "1 − largest free block / total free, in percent?",
+        title="Fragmentation of a caching allocator",
+        prompt="A caching allocator (best fit; blocks are split; a freed block merges only with "
+               "free neighbours in the same segment) holds one 8 MiB segment, all free. The "
+               "program allocates a = {a} MiB, b = {b} MiB, c = {c} MiB and d = {d} MiB, placed "
+               "one after another from the start of the segment, then frees a and c. What is "
+               "the external fragmentation of the free memory now, 1 − largest free block / "
+               "total free, in **percent**? Store it in `fragmentation`.\n\n"
+               "(PyTorch's caching allocator treats large requests this way; it keeps requests "
+               "of 1 MiB or less in a separate pool of small blocks, which this model leaves "
+               "out.)",
         hint="Draw the segment: which free pieces are neighbours, and which are not?",
+        vary=(Vary("sizes", _SIZES, "a, b, c and d in MiB"),),
+        derive=_fragmentation_fields,
         answer=Number(
             reference=_fragmentation,
             units="%",
@@ -303,11 +344,12 @@ QUESTIONS = (
             mistakes=(
                 Mistake("inverted", "that is largest free block / total free, the share of the "
                         "free memory one request could use; fragmentation measures the rest.",
-                        value=lambda ref: 100 - ref),
+                        value=lambda ref, **p: 100 - ref),
                 Mistake("of_reserved", "the measure divides by the free memory, not by the "
-                        "whole segment.", value=_fragmentation_of_reserved),
+                        "whole segment.", value=lambda ref, sizes: 100 * (
+                            1 - _before_e(sizes)[1] / _before_e(sizes)[3])),
                 Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref: ref / 100),
+                        "percent.", value=lambda ref, **p: ref / 100),
                 Mistake("merged", "freed blocks merge only with free neighbours; a and c are "
                         "separated by b, and c and the tail by d.", value=0.0),
             ),
@@ -317,10 +359,15 @@ QUESTIONS = (
         id="08.allocator_choice",
         name="allocator_choice",
         points=1,
-        prompt="Continuing 08.fragmentation: the program now asks for e = 4 MiB. Which "
-               "allocator serves it from memory it already holds, without reserving more from "
-               "the device: the caching allocator with 'first_fit', with 'best_fit', or a "
-               "'paged' allocator with 1 MiB pages (as vLLM's PagedAttention)?",
+        title="Which allocator serves the next request?",
+        prompt="Take the segment of `08.fragmentation` with a = 3, b = 1, c = 1 and d = 2 MiB, "
+               "after a and c are freed. The program now asks for e = 4 MiB. Which allocator "
+               "serves it from memory it already holds, without reserving more from the device: "
+               "the caching allocator with `\"first_fit\"`, with `\"best_fit\"`, or a "
+               "`\"paged\"` allocator with 1 MiB pages (as vLLM's PagedAttention)? Store the "
+               "answer in `allocator_choice`.\n\n"
+               "You can replay the trace with `gpu_lessons.allocator` (`alloc`, `free`, "
+               "`compare(trace, page_bytes=...)`) to see it.",
         answer=Choice(
             reference=_allocator_choice,
             options=("first_fit", "best_fit", "paged"),

@@ -7,26 +7,35 @@ references are what the course's diagnosis tools say about them (:func:`capstone
 more is the bottleneck).  Each kernel's time says where it comes from:
 
 * ``float4_x``: *measured* — the H200 strided-copy run with the same warp access pattern
-  (4-byte elements at stride 4: 1,665 GB/s of useful bandwidth; docs/measured/h200.md,
-  "4-byte elements by stride", L2 fetch granularity 64 B);
+  (4-byte elements at stride 4, its useful bandwidth read with
+  ``hardware.measured("h200.strided_copy.float_stride4_useful_gbs")``; docs/measured/h200.md,
+  "4-byte elements by stride");
 * ``staged``: *model-derived* — :func:`gpu_lessons.latency.compare` (600 ns loaded latency);
 * the decode step: *model-derived* — :func:`gpu_lessons.system.compare_modes` with the H200's
   measured launch costs.
-
-Everything is imported inside the functions, so listing questions costs nothing.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from .types import Choice, Function, Mistake, Number, Question
+from .. import capstone, costs, latency, memory
+from ..capstone import diagnose, evidence
+from ..hardware import catalog, measured
+from ..hardware import gpu as lookup
+from ..occupancy import compute_capability, occupancy
+from ..roofline import Roofline
+from ..system import compare_modes, launch_figures
+from .types import Choice, Function, Mistake, Number, Question, Vary
 
 # -- mystery A: one component of an array of float4 ------------------------------------------------
 
 _N = 62_914_560
-#: Useful bandwidth of strided_copy_4 at stride 4 on an H200 (docs/measured/h200.md).
-_FLOAT4_X_BANDWIDTH = 1665e9
+
+
+def _float4_bandwidth() -> float:
+    """Useful bandwidth of strided_copy_4 at stride 4 on an H200, B/s (the recorded run)."""
+    return measured("h200.strided_copy.float_stride4_useful_gbs").value * 1e9
 
 _FLOAT4_CODE = r"""
 __global__ void get_x(const float4* __restrict__ p, float* __restrict__ x) {
@@ -40,60 +49,80 @@ __global__ void get_x(const float4* __restrict__ p, float* __restrict__ x) {
 
 @cache
 def _float4_kernel():
-    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) at the 1,665 GB/s the
-    H200 measured for the same pattern: 302 µs."""
-    from .. import capstone, costs, memory
-
+    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) at the useful bandwidth
+    the H200 measured for the same pattern (1,696 GB/s: 297 µs)."""
     cost = costs.elementwise(_N, flops_per_element=0, reads=1, writes=1, name="copy x")
     return capstone.MysteryKernel(
         key="float4_x", title="Read the x of every float4 point", code=_FLOAT4_CODE,
         gpu="H200 SXM", precision="fp32", sizes=f"{_N:,} float4 points (x: 240 MiB out)",
-        cost=cost, seconds=cost.bytes / _FLOAT4_X_BANDWIDTH, measured=True,
-        time_source="measured: strided_copy_4 at stride 4, 1,665 GB/s useful, the same warp "
-                    "access pattern (docs/measured/h200.md, '4-byte elements by stride')",
+        cost=cost, seconds=cost.bytes / _float4_bandwidth(), measured=True,
+        time_source=f"measured: strided_copy_4 at stride 4, {_float4_bandwidth() / 1e9:,.0f} GB/s "
+                    f"useful, the same warp access pattern (docs/measured/h200.md, '4-byte "
+                    f"elements by stride')",
         accesses=(capstone.WarpAccess("load p[i].x", tuple(memory.aos_field(16, 0))),
                   capstone.WarpAccess("store x[i]", tuple(memory.strided(1)))),
         fix="structure of arrays: keep x in its own float array, so a warp reads 128 "
             "consecutive bytes (4 sectors instead of 16)")
 
 
+def _float4_prompt_fields() -> dict:
+    k = _float4_kernel()
+    return {"mb": f"{k.cost.bytes / 1e6:,.0f}", "us": f"{k.seconds * 1e6:.1f}",
+            "useful": f"{_float4_bandwidth() / 1e9:,.0f}"}
+
+
 def _float4_dram_fraction() -> float:
     """Percent of the 4.8 TB/s DRAM roof the kernel's sectors move: per warp 16 sectors for
-    the load and 4 for the store, 640 B for 256 B useful: 2.5 x 1,665 = 4,162 GB/s = 86.7 %."""
-    from ..capstone import evidence
-
+    the load and 4 for the store, 640 B for 256 B useful: 2.5 x the useful bandwidth (2.5 x
+    1,696 = 4,240 GB/s = 88.3 %)."""
     return 100 * evidence(_float4_kernel()).dram_fraction
 
 
 def _float4_useful_fraction(_ref: float) -> float:
-    from ..capstone import evidence
-
     e = evidence(_float4_kernel())
     return 100 * e.useful_bandwidth / e.bandwidth
 
 
 def _float4_moved(load_sectors: int, store_sectors: int) -> float:
     """Percent of the DRAM roof for a given sector count per warp (load, store)."""
-    from ..capstone import evidence
-
     e = evidence(_float4_kernel())
     factor = (load_sectors + store_sectors) * 32 / 256
     return 100 * e.useful_bandwidth * factor / e.bandwidth
 
 
-#: 10.float4_fix's options, by the verdict and limiter they fix.
-_FLOAT4_OPTIONS = {"latency": "A", "pattern": "B", "compute": "C"}
+#: 10.float4_fix's options: what each changes, and the verdict and limiter it addresses.
+_FLOAT4_TEXT = {"threads": "more threads per block",
+                "soa": "store x, y, z and w as four separate float arrays",
+                "tensor": "compute on the tensor cores",
+                "stage": "copy each block's points into shared memory first, then read x from "
+                         "there"}
+_FLOAT4_ORDERS = ("threads soa tensor stage", "soa stage threads tensor",
+                  "tensor threads stage soa", "stage tensor soa threads",
+                  "threads stage soa tensor", "tensor soa threads stage")
 
 
-def _float4_fix() -> str:
+def _float4_needed() -> str:
     """The fix on the route :func:`capstone.diagnose` picks: memory-bound with most sectors
     unused (traffic factor > 1.5) is the access-pattern step: structure of arrays."""
-    from ..capstone import diagnose
-
     d = diagnose(_float4_kernel())
     if d.verdict == "memory-bound" and d.evidence.traffic_factor > 1.5:
-        return _FLOAT4_OPTIONS["pattern"]
-    return _FLOAT4_OPTIONS["latency" if d.verdict == "latency-bound" else "compute"]
+        return "soa"
+    return "threads" if d.verdict == "latency-bound" else "tensor"
+
+
+def _float4_fix(order) -> str:
+    return "ABCD"[order.split().index(_float4_needed())]
+
+
+def _float4_fields(order) -> dict:
+    return {"options": "; ".join(f"{letter}: {_FLOAT4_TEXT[name]}"
+                                 for letter, name in zip("ABCD", order.split(), strict=True))}
+
+
+def _float4_other(name: str):
+    def value(order):
+        return None if name == _float4_needed() else "ABCD"[order.split().index(name)]
+    return value
 
 
 # -- mystery B: a copy staged through too much shared memory --------------------------------------
@@ -119,8 +148,6 @@ __global__ void scale_staged(const float* __restrict__ x, float* __restrict__ y,
 @cache
 def _staged_kernel():
     """2^26 floats scaled through 57 KiB shared-memory buffers, 256-thread blocks."""
-    from .. import capstone, costs, latency, memory
-
     cfg = latency.Config("staged", 256, 30, shared_mem_per_block=_STAGED_SMEM, ilp=1)
     bandwidth = latency.compare([cfg], "h200").results[0].bandwidth
     cost = costs.elementwise(_STAGED_N, flops_per_element=1, reads=1, writes=1,
@@ -140,61 +167,61 @@ def _staged_kernel():
             "and give each thread several independent loads (unrolled, or float4)")
 
 
-def _staged_verdict() -> str:
-    from ..capstone import diagnose
+def _staged_fields() -> dict:
+    return {"us": f"{_staged_kernel().seconds * 1e6:.0f}"}
 
+
+def _staged_verdict() -> str:
     return diagnose(_staged_kernel()).verdict
 
 
-def _staged_warps() -> float:
-    """Resident warps per SM: (58,368 + 1,024) B per block, 233,472 / 59,392 = 3 blocks of 8."""
-    from ..capstone import evidence
+def _staged_buffer(blocks, *, reserve: bool = True, unit: int = 256) -> float:
+    """The largest buffer, in floats per block (a multiple of ``unit``), that lets ``blocks``
+    blocks of mystery B (256 threads, 30 registers) reside on an H200 SM: the calculator's
+    answer, searched from the top.  4 blocks: 233,472 / 4 = 58,368 B each, minus the 1 KB
+    the driver reserves per block = 57,344 B = 14,336 floats (the kernel's 14,592 floats
+    leave room for only 3)."""
+    spec = compute_capability("9.0")
+    reserved = 0 if reserve else spec.reserved_shared_per_block
 
-    return float(evidence(_staged_kernel()).occupancy.warps_per_sm)
+    def fits(units: int) -> bool:  # fewer blocks fit as the buffer grows: bisect
+        smem = max(4 * units * unit - reserved, 0)
+        return occupancy(cc="9.0", threads_per_block=256, registers_per_thread=30,
+                         shared_mem_per_block=smem).blocks_per_sm >= blocks
 
-
-def _staged_warps_no_reservation(_ref: float) -> float:
-    from ..occupancy import compute_capability
-
-    cc = compute_capability("9.0")
-    return float(cc.max_sm_shared // _STAGED_SMEM * 8)
-
-
-def _max_warps_cc90(_ref: float) -> float:
-    from ..occupancy import compute_capability
-
-    return float(compute_capability("9.0").max_warps_per_sm)
+    low, high = 0, spec.shared_per_block_optin // 4 // unit + 1
+    if not fits(1):
+        raise AssertionError(f"10.staged_buffer: no buffer lets {blocks} blocks reside")
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return float(low * unit)
 
 
 # -- mystery C: a decode step of many small kernels ---------------------------------------------------
 
-_DECODE_KERNELS, _DECODE_KERNEL_US = 144, 2.0
-#: The H200 costs the prompt states, µs.
-_PROMPT_H200 = {"launch_us": 4.7, "sync_us": 5.1, "graph_launch_us": 4.7, "graph_node_us": 0.68}
-
-
-def _decode_speedup(**kw) -> float:
-    """Step time launched one by one / as a CUDA graph (:func:`system.compare_modes`):
-    683.9 µs / 395.7 µs."""
-    from ..system import compare_modes
-
-    runs = compare_modes(_DECODE_KERNELS, _DECODE_KERNEL_US, **{**_PROMPT_H200, **kw})
+def _decode_speedup(kernels, kernel_us, **kw) -> float:
+    """Step time launched one by one / as a CUDA graph (:func:`system.compare_modes` with the
+    H200's measured launch costs).  144 kernels of 2 µs: 683.9 µs / 395.7 µs."""
+    runs = compare_modes(kernels, kernel_us, **kw)
     return runs["async"].step_us / runs["graph"].step_us
 
 
-def _decode_vs_sync(_ref: float) -> float:
-    from ..system import compare_modes
-
-    runs = compare_modes(_DECODE_KERNELS, _DECODE_KERNEL_US, **_PROMPT_H200)
+def _decode_vs_sync(ref, kernels, kernel_us) -> float:
+    runs = compare_modes(kernels, kernel_us)
     return runs["sync"].step_us / runs["graph"].step_us
+
+
+def _decode_fields(kernels, kernel_us) -> dict:
+    h200 = launch_figures("H200")
+    return {"launch": f"{h200.launch_us:g}", "sync": f"{h200.sync_us:g}",
+            "node": f"{h200.graph_node_us:g}", "graph_launch": f"{h200.graph_launch_us:g}"}
 
 
 # -- roofline_fraction: how close a run is to its roofline --------------------------------------------
 
 def _roofline_fraction_reference(flops, bytes_moved, seconds, peak_flops, bandwidth):
     """``max(F/π, B/β) / t`` (:attr:`gpu_lessons.roofline.Achieved.fraction_of_roofline`)."""
-    from ..roofline import Roofline
-
     roof = Roofline(peak_flops=peak_flops, bandwidth=bandwidth)
     return roof.achieved(flops, bytes_moved, seconds).fraction_of_roofline
 
@@ -202,10 +229,8 @@ def _roofline_fraction_reference(flops, bytes_moved, seconds, peak_flops, bandwi
 def _roofline_fraction_inputs(rng) -> dict:
     """A catalog GPU and precision, a kernel of intensity 0.01..10^4 FLOP/byte, and a run
     between its roofline time and 100x slower."""
-    from ..hardware import catalog
-
-    gpus = list(catalog().values())
-    g = gpus[int(rng.integers(len(gpus)))]
+    choices = list(catalog().values())
+    g = choices[int(rng.integers(len(choices)))]
     precision = sorted(g.peak_tflops)[int(rng.integers(len(g.peak_tflops)))]
     nbytes = float(round(10 ** rng.uniform(4, 11)))
     flops = float(round(nbytes * 10 ** rng.uniform(-2, 4)))
@@ -217,21 +242,21 @@ def _roofline_fraction_inputs(rng) -> dict:
 
 
 def _roofline_fraction_edges() -> list[dict]:
-    """Measured H200 runs (docs/measured/h200.md): cuBLAS FP16 8192³ and 1024³, the copy."""
-    from ..capstone import H200_MEASURED
-    from ..hardware import gpu
-
-    h200 = gpu("h200")
+    """Measured H200 runs (the recorded figures, docs/measured/h200.md): cuBLAS FP16 8192³ and
+    1024³, the copy."""
+    h200 = lookup("h200")
     fp16, fp32, bw = h200.peak_flops("fp16"), h200.peak_flops("fp32"), h200.bandwidth
     n, m = 8192, 1024
     copy = 2 * 1006632960
     return [
         {"flops": 2.0 * n**3, "bytes_moved": 3.0 * n * n * 2,
-         "seconds": H200_MEASURED["hgemm_8192"][0], "peak_flops": fp16, "bandwidth": bw},
+         "seconds": measured("h200.gemm.fp16_8192_ms").value * 1e-3, "peak_flops": fp16,
+         "bandwidth": bw},
         {"flops": 2.0 * m**3, "bytes_moved": 3.0 * m * m * 2,
-         "seconds": H200_MEASURED["hgemm_1024"][0], "peak_flops": fp16, "bandwidth": bw},
+         "seconds": measured("h200.gemm.fp16_1024_ms").value * 1e-3, "peak_flops": fp16,
+         "bandwidth": bw},
         {"flops": 0.0, "bytes_moved": float(copy),
-         "seconds": copy / H200_MEASURED["copy_bandwidth"][0], "peak_flops": fp32,
+         "seconds": copy / (measured("h200.copy.bandwidth_gbs").value * 1e9), "peak_flops": fp32,
          "bandwidth": bw},
     ]
 
@@ -240,18 +265,26 @@ def _min_fraction(e, flops, bytes_moved, seconds, peak_flops, bandwidth):
     return min(flops / peak_flops, bytes_moved / bandwidth) / seconds
 
 
+def _code(source: str) -> str:
+    """A CUDA listing as a markdown block, its braces doubled for the prompt template."""
+    return "```cuda" + source.replace("{", "{{").replace("}", "}}") + "\n```"
+
+
 QUESTIONS = (
     Question(
         id="10.float4_dram_fraction",
         name="float4_dram_fraction",
         points=2,
+        title="Mystery A: how busy is DRAM?",
         prompt="Mystery A (code below) reads the x of 62,914,560 float4 points on an H200 and "
-               "writes it to a float array: 503 MB of useful traffic (x read once, written "
-               "once) in 302.3 µs, i.e. 1,665 GB/s of useful bandwidth (measured for this "
+               "writes it to a float array: {mb} MB of useful traffic (x read once, written "
+               "once) in {us} µs, i.e. {useful} GB/s of useful bandwidth (measured for this "
                "access pattern). What percentage of the H200's 4.8 TB/s DRAM roof do the "
-               "32-byte sectors it moves reach?",
+               "32-byte sectors it moves reach?\n\n" + _code(_FLOAT4_CODE) + "\n\n"
+               "Answer in **percent** of the DRAM peak, in `float4_dram_fraction`.",
         hint="Count the sectors of one warp's load of p[i].x and of its store of x[i] "
              "(gpu_lessons.memory.global_load), then scale the useful bytes by moved / useful.",
+        derive=_float4_prompt_fields,
         answer=Number(
             reference=_float4_dram_fraction,
             units="%",
@@ -273,21 +306,24 @@ QUESTIONS = (
         id="10.float4_fix",
         name="float4_fix",
         points=1,
-        prompt="Which change makes mystery A substantially faster? A: more threads per block; "
-               "B: store x, y, z and w as four separate float arrays; C: compute on the tensor "
-               "cores; D: copy each block's points into shared memory first, then read x from "
-               "there.",
+        title="Mystery A: the fix",
+        prompt="Which change makes mystery A substantially faster? {options}.\n\n"
+               "Answer with one letter, `\"A\"`, `\"B\"`, `\"C\"` or `\"D\"`, in "
+               "`float4_fix`.",
+        vary=(Vary("order", _FLOAT4_ORDERS, "which change is lettered A, B, C and D"),),
+        derive=_float4_fields,
         answer=Choice(
             reference=_float4_fix,
             options=("A", "B", "C", "D"),
             mistakes=(
                 Mistake("more_threads", "more warps help a kernel that cannot keep enough "
                         "loads in flight; this one already keeps a memory roof busy.",
-                        value="A"),
-                Mistake("tensor_cores", "the kernel does no arithmetic at all.", value="C"),
+                        value=_float4_other("threads")),
+                Mistake("tensor_cores", "the kernel does no arithmetic at all.",
+                        value=_float4_other("tensor")),
                 Mistake("stage_in_shared", "staging still reads every byte of every point "
                         "from DRAM: the same sectors move, plus a trip through shared memory.",
-                        value="D"),
+                        value=_float4_other("stage")),
             ),
         ),
     ),
@@ -295,12 +331,17 @@ QUESTIONS = (
         id="10.staged_verdict",
         name="staged_verdict",
         points=1,
-        prompt="Mystery B (code below) scales 2^26 floats on an H200, staging each block's "
+        title="Mystery B: what limits it?",
+        prompt="Mystery B (code below) scales 2²⁶ floats on an H200, staging each block's "
                "14,592 floats through 58,368 bytes of shared memory; 256-thread blocks, 30 "
-               "registers per thread, one 4-byte load in flight per thread. It takes 796 µs "
-               "(model-derived). Is it memory-, compute- or latency-bound?",
+               "registers per thread, one 4-byte load in flight per thread. It takes {us} µs "
+               "(model-derived). Is it memory-, compute- or latency-bound?\n\n"
+               + _code(_STAGED_CODE) + "\n\n"
+               "Answer with one of `\"memory-bound\"`, `\"compute-bound\"`, "
+               "`\"latency-bound\"` in `staged_verdict`.",
         hint="Compute the fraction of each roof it reaches (FLOP/s against 66.9 TFLOP/s, bytes "
              "moved against 4.8 TB/s) and apply the 60 % rule; then look at its occupancy.",
+        derive=_staged_fields,
         answer=Choice(
             reference=_staged_verdict,
             options=("memory-bound", "compute-bound", "latency-bound"),
@@ -313,25 +354,35 @@ QUESTIONS = (
         ),
     ),
     Question(
-        id="10.staged_warps",
-        name="staged_warps",
-        points=1,
-        prompt="How many warps per SM are resident for mystery B (H200, compute capability "
-               "9.0; the kernel opted in to its 58,368 bytes of dynamic shared memory)?",
+        id="10.staged_buffer",
+        name="staged_buffer",
+        points=2,
+        title="Mystery B: a buffer that lets more blocks in",
+        prompt="Mystery B's 58,368-byte buffer lets only a few blocks reside on each SM, too "
+               "few warps to keep loads in flight. If the kernel staged fewer floats per block, "
+               "more blocks would fit. What is the largest buffer, in **floats per block** (a "
+               "multiple of 256, one per thread per pass of the loop), that lets at least "
+               "**{blocks} blocks** of 256 threads (30 registers per thread) reside on each SM "
+               "of the H200 (compute capability 9.0, the kernel opted in to large shared "
+               "memory)? Store it in `staged_buffer`.",
+        hint="The SM's shared memory is shared by the resident blocks, and the driver adds its "
+             "own reservation to each block before dividing.",
+        vary=(Vary("blocks", (4, 5, 6, 7, 8), "blocks per SM wanted"),),
         answer=Number(
-            reference=_staged_warps,
-            units="warps per SM",
-            rtol=0.01,
+            reference=_staged_buffer,
+            units="floats per block",
+            rtol=0,
+            integer=True,
             mistakes=(
                 Mistake("no_reservation", "the driver reserves 1 KB of shared memory per "
-                        "block on CC 9.0, on top of the kernel's own.",
-                        value=_staged_warps_no_reservation),
-                Mistake("blocks", "that is blocks per SM; each 256-thread block is 8 warps.",
-                        value=lambda ref: ref / 8),
-                Mistake("threads", "that is threads per SM; a warp is 32 threads.",
-                        value=lambda ref: ref * 32),
-                Mistake("max_warps", "64 is what an SM can hold; this kernel's shared memory "
-                        "lets fewer blocks in.", value=_max_warps_cc90),
+                        "block on CC 9.0, on top of the kernel's own: subtract it first.",
+                        value=lambda ref, blocks: _staged_buffer(blocks, reserve=False)),
+                Mistake("bytes", "that is bytes; the question asks for floats (4 bytes "
+                        "each).", value=lambda ref, blocks: 4 * ref),
+                Mistake("not_multiple", "the buffer must be a multiple of 256 floats (one per "
+                        "thread per pass): round down.",
+                        value=lambda ref, blocks: None if _staged_buffer(blocks, unit=1) == ref
+                        else _staged_buffer(blocks, unit=1)),
             ),
         ),
     ),
@@ -339,26 +390,32 @@ QUESTIONS = (
         id="10.decode_graph_speedup",
         name="decode_graph_speedup",
         points=2,
-        prompt="Mystery C: one decode step of a small language model launches 144 kernels of "
-               "about 2 µs of GPU work each, back to back, with one synchronisation at the end "
-               "(H200: 4.7 µs of CPU time per launch, 5.1 µs sync round trip). Captured in a "
-               "CUDA graph, the step costs one launch (4.7 µs), then 0.68 µs of GPU overhead "
-               "per kernel node, then the same sync. By what factor does the graph shorten "
-               "the step?",
+        title="Mystery C: what a CUDA graph buys",
+        prompt="Mystery C: one decode step of a small language model launches **{kernels} "
+               "kernels of about {kernel_us} µs** of GPU work each, back to back, with one "
+               "synchronisation at the end (H200: {launch} µs of CPU time per launch, {sync} µs "
+               "sync round trip). Captured in a CUDA graph, the step costs one launch "
+               "({graph_launch} µs), then {node} µs of GPU overhead per kernel node, then the "
+               "same sync. By what factor does the graph shorten the step?\n\n"
+               "Answer with the factor (time one by one ÷ time as a graph), e.g. `2.5`, in "
+               "`decode_graph_speedup`.",
         hint="Work out both step times: one by one, the GPU waits for each launch when a "
              "kernel is shorter than a launch.",
+        vary=(Vary("kernels", (144, 96, 200, 300), "kernels per step"),
+              Vary("kernel_us", (2.0, 1.5, 3.0, 1.0), "GPU time per kernel, µs")),
+        derive=_decode_fields,
         answer=Number(
             reference=_decode_speedup,
             units="x (time before / time after)",
             rtol=0.01,
             mistakes=(
-                Mistake("no_node_cost", "a graph node is not free: each costs the GPU 0.68 µs "
-                        "on top of its kernel.",
-                        value=lambda ref: _decode_speedup(graph_node_us=0.0)),
+                Mistake("no_node_cost", "a graph node is not free: each costs the GPU {node} "
+                        "µs on top of its kernel.", value=lambda ref, kernels, kernel_us:
+                        _decode_speedup(kernels, kernel_us, graph_node_us=0.0)),
                 Mistake("vs_sync", "that compares with a sync after every kernel; this step "
                         "synchronises once, at the end.", value=_decode_vs_sync),
                 Mistake("inverted", "that is time after / time before; the factor is before / "
-                        "after.", value=lambda ref: 1 / ref),
+                        "after.", value=lambda ref, **p: 1 / ref),
             ),
         ),
     ),
@@ -366,10 +423,13 @@ QUESTIONS = (
         id="10.roofline_fraction",
         name="roofline_fraction",
         points=2,
-        prompt="Write roofline_fraction(flops, bytes_moved, seconds, peak_flops, bandwidth) "
+        title="How close to the roofline?",
+        prompt="Write `roofline_fraction(flops, bytes_moved, seconds, peak_flops, bandwidth)` "
                "returning how close a measured run is to its roofline: the shortest time the "
                "roofline allows for that many FLOPs and bytes, divided by the measured seconds "
-               "(1 = on the roof; FLOP/s and bytes/s in).",
+               "(1 = on the roof; FLOP/s and bytes/s in).\n\n"
+               "Return a fraction (1.0 = on the roofline). The check includes three H200 runs: "
+               "cuBLAS FP16 GEMMs of 8192³ and 1024³ and the copy kernel.",
         answer=Function(
             reference=_roofline_fraction_reference,
             inputs=_roofline_fraction_inputs,

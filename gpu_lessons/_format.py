@@ -1,5 +1,16 @@
-"""Text helpers the models share for their ``__repr__`` and ``_repr_html_``: SI prefixes,
-percentages and small HTML tables.  Formatting only: no model arithmetic lives here."""
+"""The one place numbers get their units: every ``__repr__``, ``_repr_html_`` and explorer
+readout formats through these helpers, so the course prints one style everywhere.
+
+* times: :func:`duration` (``226 µs``, ``21.7 ms``), 3 significant figures;
+* rates: :func:`flop_rate` (``989.4 TFLOP/s``, as datasheets quote peaks) and
+  :func:`bandwidth` (``3,350 GB/s``, ``55.2 GB/s``), decimal prefixes as datasheets use;
+* sizes: :func:`binary_bytes` (``48 KiB``, ``12.5 MiB``) since memory comes in powers of two,
+  and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
+* :func:`si` for any other unit with an SI prefix, :func:`percent` (``46.2 %``, a space before
+  the sign as the SI brochure writes it) and :func:`ratio` for dimensionless numbers;
+* :func:`html_table` for the small tables notebooks show.
+
+Formatting only: no model arithmetic lives here."""
 
 from __future__ import annotations
 
@@ -41,7 +52,31 @@ def ratio(value: float) -> str:
     ``∞``."""
     if math.isinf(value):
         return "∞"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def flop_rate(flops_per_s: float) -> str:
+    """FLOP/s as datasheets quote GPU peaks: TFLOP/s with one decimal from 1 TFLOP/s up
+    (``989.4 TFLOP/s``, ``1,978.9 TFLOP/s``), an SI prefix and 4 significant figures below
+    (``312.5 GFLOP/s``)."""
+    if abs(flops_per_s) >= 1e12:
+        return f"{flops_per_s / 1e12:,.1f} TFLOP/s"
+    return si(flops_per_s, "FLOP/s", 4)
+
+
+def bandwidth(bytes_per_s: float) -> str:
+    """Bytes/s in decimal GB/s, as datasheets quote DRAM and links: ``3,350 GB/s``,
+    ``55.2 GB/s``, ``0.5 GB/s`` (digits as :func:`ratio`)."""
+    return f"{ratio(bytes_per_s / 1e9)} GB/s"
+
+
+def memory_size(nbytes: float) -> str:
+    """A GPU memory's size: decimal GB from 1 GB up, as vendors quote DRAM capacity
+    (``141 GB``), binary prefixes below, for caches, shared memory and register files
+    (``50 MiB``, ``256 KiB``)."""
+    if abs(nbytes) >= 1e9:
+        return f"{nbytes / 1e9:,.4g} GB"
+    return binary_bytes(nbytes)
 
 
 def binary_bytes(nbytes: float, spec: str = ",.4g") -> str:

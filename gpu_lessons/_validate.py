@@ -11,6 +11,8 @@ import math
 import numbers
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an ``int`` if it is an integer in ``[low, high]``."""
@@ -63,6 +65,78 @@ def choice(name: str, value, allowed: Iterable):
         shown = ", ".join(repr(a) for a in allowed)
         raise ValueError(f"{name} must be one of {shown}; got {value!r}")
     return value
+
+
+def dimensions(**named) -> tuple[int, ...]:
+    """Each keyword's value as an ``int`` >= 1 (matrix sizes, rows and columns), in order:
+    ``m, n, k = dimensions(m=m, n=n, k=k)``."""
+    return tuple(integer(name, v, low=1) for name, v in named.items())
+
+
+def launch_dims(name: str, value, *, high: int = 2**31 - 1) -> tuple[int, ...]:
+    """A CUDA grid or block shape: an int, or a tuple or list of 1 to 3 ints, each in
+    ``[1, high]``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (int(value),)
+    if not isinstance(value, tuple | list) or not 1 <= len(value) <= 3:
+        raise TypeError(f"{name} must be an int or a tuple of 1-3 ints, got {value!r}")
+    return tuple(integer(f"{name}[{i}]", v, low=1, high=high) for i, v in enumerate(value))
+
+
+def _asarray(name: str, value) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except ValueError:          # ragged nesting: not an array of numbers at all
+        raise TypeError(f"{name} must be a number or a flat sequence of numbers, "
+                        f"got {value!r:.80}") from None
+
+
+def _shape_check(name, a: np.ndarray, max_ndim, nonempty) -> None:
+    if max_ndim is not None and a.ndim > max_ndim:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}" if max_ndim == 1
+                         else f"{name} must have at most {max_ndim} dimensions, got {a.shape}")
+    if nonempty and a.size == 0:
+        raise ValueError(f"{name} must not be empty, got {a.tolist()!r}")
+
+
+def int_array(name: str, value, *, low: int | None = None, high: int | None = None,
+              max_ndim: int | None = None, nonempty: bool = False) -> np.ndarray:
+    """``value`` (an int, a list of ints or an integer array) as an ``int64`` array, every
+    element in ``[low, high]``; at most ``max_ndim`` dimensions; not empty if ``nonempty``."""
+    a = _asarray(name, value)
+    empty_list = a.size == 0 and a.dtype.kind == "f"   # np.asarray([]) is a float array
+    if (a.dtype == bool or a.dtype.kind not in "iu") and not empty_list:
+        raise TypeError(f"{name} must be integers (an int, a list of ints or an integer "
+                        f"array), got dtype {a.dtype} ({value!r:.60})")
+    if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must fit in a signed 64-bit integer, got {a.max()}")
+    a = a.astype(np.int64)
+    _shape_check(name, a, max_ndim, nonempty)
+    if a.size and low is not None and a.min() < low:
+        raise ValueError(f"{name} must be >= {low}, got {a.min()}" + _range(low, high))
+    if a.size and high is not None and a.max() > high:
+        raise ValueError(f"{name} must be <= {high}, got {a.max()}" + _range(low, high))
+    return a
+
+
+def real_array(name: str, value, *, low: float | None = None, low_open: bool = False,
+               max_ndim: int | None = None, nonempty: bool = False) -> np.ndarray:
+    """``value`` (a number, a list of numbers or a numeric array) as a ``float`` array of
+    finite numbers, every element >= ``low`` (> ``low`` if ``low_open``)."""
+    a = _asarray(name, value)
+    if a.dtype == bool or a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r:.80}")
+    a = a.astype(float)
+    _shape_check(name, a, max_ndim, nonempty)
+    bad = ~np.isfinite(a)
+    if low is not None:
+        bad |= (a <= low) if low_open else (a < low)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        need = "finite" if low is None else f"finite and {'>' if low_open else '>='} {low:g}"
+        where = f" at index {i}" if a.ndim else ""
+        raise ValueError(f"{name} must be {need}, got {float(a.flat[i])!r}{where}")
+    return a
 
 
 def _in_range(name, value, low, high):

@@ -3,28 +3,35 @@
 A trace is a sequence of ``alloc(id, size)`` and ``free(id)`` events (sizes in bytes).  Two
 allocators replay it:
 
-Caching allocator (:func:`caching`), modelled on PyTorch's CUDA caching allocator
-    (c10/cuda/CUDACachingAllocator.cpp; "CUDA semantics → memory management" in the PyTorch
-    docs).  What is modelled:
+Caching allocator (:func:`caching`), PyTorch's CUDA caching allocator
+    (c10/cuda/CUDACachingAllocator.cpp with its default settings; "CUDA semantics → memory
+    management" in the PyTorch docs).  What is modelled:
 
     * every request is rounded up to a multiple of ``round_bytes`` (PyTorch: 512 B);
-    * memory is reserved from the device in *segments* (PyTorch's ``cudaMalloc`` calls): when no
-      cached free block fits, a new segment of ``roundup(size, segment_bytes)`` bytes is
-      reserved (PyTorch rounds large requests to 2 MiB);
+    * memory is reserved from the device in *segments* (PyTorch's ``cudaMalloc`` calls) and cut
+      into blocks; when no cached free block fits, a new segment is reserved;
+    * two pools that never share blocks: requests of at most 1 MiB come from the **small pool**,
+      whose segments are 2 MiB, so many small tensors share one; larger ones from the **large
+      pool**, where a request under 10 MiB reserves a 20 MiB segment that later requests of
+      that range share, and one of 10 MiB or more reserves itself rounded up to 2 MiB;
     * a free block is chosen ``"best_fit"`` (the smallest that fits, as PyTorch does) or
-      ``"first_fit"`` (the lowest address that fits); it is split when the remainder is at least
-      ``min_split_bytes``, otherwise the whole block is handed out and the rest is internal
-      waste (PyTorch does not split large-pool blocks for remainders of 1 MiB or less);
+      ``"first_fit"`` (the lowest address that fits); it is split when enough remains — in the
+      small pool at least 512 B, in the large pool more than 1 MiB — otherwise the whole block
+      is handed out and the rest is internal waste;
     * on free, a block merges with free neighbours *in the same segment* — never across
       segments, which are separate device allocations;
-    * when a new segment would exceed ``capacity``, every fully free segment is released
-      (``empty_cache``) and the reservation retried; if it still does not fit, the request fails
-      (out of memory) and is skipped (its later ``free`` is ignored).
+    * when a new segment would exceed ``capacity``, every fully free segment of both pools is
+      released (``empty_cache``) and the reservation retried; if it still does not fit, the
+      request fails (out of memory) and is skipped (its later ``free`` is ignored).
 
-    Not modelled: PyTorch's separate small (≤ 1 MiB) and large pools, its 20 MiB segments for
-    1–10 MiB requests, streams, ``max_split_size_mb`` and expandable segments.  Segments live in
-    one address range: a new one goes into the lowest gap left by released segments that fits,
-    else at the end, so without releases the pool is contiguous and grows at its end.
+    Not modelled: streams, ``max_split_size_mb``, ``roundup_power2_divisions``, expandable
+    segments, garbage collection, and PyTorch's first OOM step (releasing one large enough
+    cached block before all of them).  Segments live in one address range: a new one goes into
+    the lowest gap left by released segments that fits, else at the end.
+
+    ``pools="one"`` replaces the two pools by one whose segments are the request rounded up to
+    ``segment_bytes`` and whose blocks are split when at least ``min_split_bytes`` remain: an
+    allocator small enough to trace by hand, which the exercises use.
 
 Paged allocator (:func:`paged`), as vLLM's PagedAttention (W. Kwon et al., "Efficient Memory
     Management for Large Language Model Serving with PagedAttention", SOSP 2023)
@@ -60,17 +67,29 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import binary_bytes, html_table, percent
 
 MiB = 2**20
 GiB = 2**30
 POLICIES = ("best_fit", "first_fit")
 
-#: PyTorch's rounding of every request (kMinBlockSize, CUDACachingAllocator.cpp).
+#: The rules of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, default
+#: settings).  Every request is rounded up to a multiple of kMinBlockSize:
 ROUND_BYTES = 512
-#: Granularity of a new segment: PyTorch rounds large segments to 2 MiB (kRoundLarge) and its
-#: small-pool segments are 2 MiB (kSmallBuffer).
+#: kSmallSize: requests up to 1 MiB (after rounding) are served from the small pool,
+SMALL_SIZE = 1 * MiB
+#: kSmallBuffer: whose segments are 2 MiB, shared by many small requests;
+SMALL_BUFFER = 2 * MiB
+#: kLargeBuffer and kMinLargeAlloc: a large request under 10 MiB reserves a 20 MiB segment,
+LARGE_BUFFER = 20 * MiB
+MIN_LARGE_ALLOC = 10 * MiB
+#: kRoundLarge: and one of 10 MiB or more reserves itself rounded up to 2 MiB.
+ROUND_LARGE = 2 * MiB
+#: Granularity of a new segment when ``pools="one"``.
 SEGMENT_BYTES = 2 * MiB
+#: "pytorch": a small and a large pool with the rules above; "one": one pool, a simpler
+#: allocator for drawing by hand (see :func:`caching`).
+POOLS = ("pytorch", "one")
 
 
 def kv_bytes_per_token(n_layers: int, kv_hidden: int, dtype_bytes: int = 2) -> int:
@@ -259,13 +278,10 @@ class OOM:
         return self.capacity - self.allocated
 
     def __repr__(self) -> str:
-        return (f"OOM(event {self.event}, id {self.id!r}: needs {_mib(self.need)} with "
-                f"{_mib(self.free_total)} free in total, largest free block "
-                f"{_mib(self.largest_free)}, unreserved {_mib(self.capacity - self.reserved)})")
-
-
-def _mib(n: float) -> str:
-    return f"{n / MiB:,.2f} MiB"
+        return (f"OOM(event {self.event}, id {self.id!r}: needs {binary_bytes(self.need)} with "
+                f"{binary_bytes(self.free_total)} free in total, largest free block "
+                f"{binary_bytes(self.largest_free)}, unreserved "
+                f"{binary_bytes(self.capacity - self.reserved)})")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -354,24 +370,25 @@ class AllocatorRun:
 
     def _row(self):
         oom = "none" if self.first_oom is None else f"event {self.first_oom.event}"
-        return (self.allocator, _mib(self.peak_used), _mib(self.peak_allocated),
-                _mib(self.peak_reserved), f"{self.used_fraction_at_peak:.1%}",
-                _mib(self.peak_waste), _mib(self.unused_at_peak),
-                f"{self.fragmentation_at_peak:.1%}", f"{len(self.failed)}", oom)
+        return (self.allocator, binary_bytes(self.peak_used), binary_bytes(self.peak_allocated),
+                binary_bytes(self.peak_reserved), percent(self.used_fraction_at_peak),
+                binary_bytes(self.peak_waste), binary_bytes(self.unused_at_peak),
+                percent(self.fragmentation_at_peak), f"{len(self.failed)}", oom)
 
     _HEAD = ("allocator", "peak used", "peak allocated", "peak reserved", "peak used/reserved",
              "peak internal waste", "unused at peak reserved", "fragmentation then", "failed",
              "first OOM")
 
     def __repr__(self) -> str:
-        cap = "unlimited" if self.capacity is None else _mib(self.capacity)
+        cap = "unlimited" if self.capacity is None else binary_bytes(self.capacity)
         oom = "none" if self.first_oom is None else repr(self.first_oom)
         return (f"AllocatorRun({self.allocator}, {self.used.size} events, capacity {cap}: peak "
-                f"used {_mib(self.peak_used)}, allocated {_mib(self.peak_allocated)}, reserved "
-                f"{_mib(self.peak_reserved)} ({self.used_fraction_at_peak:.1%} used); peak "
-                f"internal waste {_mib(self.peak_waste)}; at peak reserved "
-                f"{_mib(self.unused_at_peak)} unused, fragmentation "
-                f"{self.fragmentation_at_peak:.1%}; {len(self.failed)} failed; first OOM: {oom})")
+                f"used {binary_bytes(self.peak_used)}, allocated "
+                f"{binary_bytes(self.peak_allocated)}, reserved "
+                f"{binary_bytes(self.peak_reserved)} ({percent(self.used_fraction_at_peak)} used); peak "
+                f"internal waste {binary_bytes(self.peak_waste)}; at peak reserved "
+                f"{binary_bytes(self.unused_at_peak)} unused, fragmentation "
+                f"{percent(self.fragmentation_at_peak)}; {len(self.failed)} failed; first OOM: {oom})")
 
     def _repr_html_(self) -> str:
         return html_table(f"{self.allocator} allocator", self._HEAD, [self._row()])
@@ -401,57 +418,60 @@ class _Block:
         self.start, self.size, self.owner, self.req, self.seg = start, size, owner, req, seg
 
 
-def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
-            round_bytes: int = ROUND_BYTES, segment_bytes: int = SEGMENT_BYTES,
-            min_split_bytes: int | None = None, release_on_oom: bool = True,
-            snapshots: Iterable[int] = ()) -> AllocatorRun:
-    """Replay ``trace`` through the caching allocator of the module docstring.
+class _Device:
+    """The device side: segments reserved in one address range, within ``capacity`` bytes.
 
-    ``capacity``: device bytes the pool may reserve (``None``: unlimited); ``policy``:
-    "best_fit" or "first_fit"; ``round_bytes``: request rounding; ``segment_bytes``: new segments
-    are multiples of it; ``min_split_bytes``: smallest remainder split off a block (default
-    ``round_bytes``); ``snapshots``: event indices after which to record the memory map.
-    """
-    events = _events(trace)
-    cap = _capacity(capacity)
-    _validate.choice("policy", policy, POLICIES)
-    rb = _validate.integer("round_bytes", round_bytes, low=1, high=GiB)
-    sb = _validate.integer("segment_bytes", segment_bytes, low=1)
-    if sb % rb:
-        raise ValueError(f"segment_bytes must be a multiple of round_bytes ({rb}), got {sb}")
-    ms = rb if min_split_bytes is None else _validate.integer("min_split_bytes",
-                                                              min_split_bytes, low=1)
-    if not isinstance(release_on_oom, bool):
-        raise TypeError(f"release_on_oom must be True or False, got {release_on_oom!r}")
-    snaps = _snapshots(snapshots, len(events))
+    A new segment goes into the lowest gap released segments left that fits, else at the end,
+    so without releases the reserved memory is contiguous and grows at its end."""
 
-    blocks: list[_Block] = []          # every block of every segment, by address
-    starts: list[int] = []             # blocks[i].start, for bisect
-    segs: dict[int, int] = {}          # segment start -> size
-    owned: dict = {}                   # owner -> block
-    failed: list = []                  # ids whose allocation failed, in trace order
-    skipped: set = set()               # failed ids whose free is still to come
-    used = allocated = reserved = 0
-    n = len(events)
-    series = np.zeros((4, n), dtype=np.int64)
-    maps, seg_maps = {}, {}
-    first_oom = None
-    best = policy == "best_fit"
+    def __init__(self, capacity: int | None):
+        self.capacity = capacity
+        self.segments: dict[int, int] = {}     # start -> size
+        self.reserved = 0
 
-    def insert(b):
-        i = bisect.bisect_left(starts, b.start)
-        blocks.insert(i, b)
-        starts.insert(i, b.start)
+    def reserve(self, size: int) -> int | None:
+        """The start of a new segment of ``size`` bytes, or None if it would exceed capacity."""
+        if self.capacity is not None and self.reserved + size > self.capacity:
+            return None
+        base = 0
+        for start in sorted(self.segments):
+            if start - base >= size:
+                break
+            base = start + self.segments[start]
+        self.segments[base] = size
+        self.reserved += size
+        return base
 
-    def remove(i):
-        del blocks[i]
-        del starts[i]
+    def release(self, start: int) -> None:
+        self.reserved -= self.segments.pop(start)
 
-    def find(need):
+
+class _Pool:
+    """The blocks of one pool, by address: each segment the pool reserved is cut into blocks,
+    allocated or free.  ``segment_size(need)`` is the size of a new segment for a request of
+    ``need`` bytes; a block is split when at least ``min_split`` bytes would remain."""
+
+    def __init__(self, device: _Device, *, best_fit: bool, segment_size, min_split: int):
+        self.device, self.best_fit = device, best_fit
+        self.segment_size, self.min_split = segment_size, min_split
+        self.blocks: list[_Block] = []
+        self.starts: list[int] = []            # blocks[i].start, for bisect
+
+    def _insert(self, b: _Block) -> None:
+        i = bisect.bisect_left(self.starts, b.start)
+        self.blocks.insert(i, b)
+        self.starts.insert(i, b.start)
+
+    def _remove(self, i: int) -> None:
+        del self.blocks[i]
+        del self.starts[i]
+
+    def find(self, need: int) -> _Block | None:
+        """A free block of at least ``need`` bytes: the smallest (best fit) or the lowest."""
         pick = None
-        for b in blocks:
+        for b in self.blocks:
             if b.owner is None and b.size >= need:
-                if not best:
+                if not self.best_fit:
                     return b
                 if pick is None or b.size < pick.size:
                     pick = b
@@ -459,81 +479,167 @@ def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
                         break
         return pick
 
-    def grow(size):
-        nonlocal reserved
-        if cap is not None and reserved + size > cap:
+    def grow(self, need: int) -> _Block | None:
+        """Reserve a new segment for a request of ``need`` bytes; its one free block."""
+        size = self.segment_size(need)
+        base = self.device.reserve(size)
+        if base is None:
             return None
-        base = 0
-        for s in sorted(segs):          # lowest gap left by released segments, else the end
-            if s - base >= size:
-                break
-            base = s + segs[s]
-        segs[base] = size
-        reserved += size
         b = _Block(base, size, None, 0, base)
-        insert(b)
+        self._insert(b)
         return b
 
-    def release_free_segments():
-        nonlocal reserved
-        for i in range(len(blocks) - 1, -1, -1):
-            b = blocks[i]
-            if b.owner is None and b.size == segs[b.seg]:
-                reserved -= b.size
-                del segs[b.seg]
-                remove(i)
+    def take(self, b: _Block, need: int, owner, requested: int) -> None:
+        """Hand ``need`` bytes of free block ``b`` to ``owner``; split off the rest if it is
+        large enough to be worth keeping as its own free block."""
+        if b.size - need >= self.min_split:
+            self._insert(_Block(b.start + need, b.size - need, None, 0, b.seg))
+            b.size = need
+        b.owner, b.req = owner, requested
+
+    def give_back(self, b: _Block) -> None:
+        """Free ``b``: it merges with free neighbours in the same segment, never across."""
+        b.owner, b.req = None, 0
+        i = bisect.bisect_left(self.starts, b.start)
+        if i + 1 < len(self.blocks):
+            nx = self.blocks[i + 1]
+            if nx.owner is None and nx.seg == b.seg:
+                b.size += nx.size
+                self._remove(i + 1)
+        if i > 0:
+            pv = self.blocks[i - 1]
+            if pv.owner is None and pv.seg == b.seg:
+                pv.size += b.size
+                self._remove(i)
+
+    def release_free_segments(self) -> None:
+        """Give every segment that is one free block back to the device (``empty_cache``)."""
+        for i in range(len(self.blocks) - 1, -1, -1):
+            b = self.blocks[i]
+            if b.owner is None and b.size == self.device.segments[b.seg]:
+                self.device.release(b.seg)
+                self._remove(i)
+
+    def largest_free(self) -> int:
+        return max((b.size for b in self.blocks if b.owner is None), default=0)
+
+
+def _round_up(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def _pytorch_large_segment(need: int) -> int:
+    # get_allocation_size: a 1-10 MiB request reserves a 20 MiB segment that later requests of
+    # that range share; from 10 MiB on, the request rounded up to 2 MiB
+    return LARGE_BUFFER if need < MIN_LARGE_ALLOC else _round_up(need, ROUND_LARGE)
+
+
+def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
+            pools: str = "pytorch", round_bytes: int = ROUND_BYTES,
+            segment_bytes: int | None = None, min_split_bytes: int | None = None,
+            release_on_oom: bool = True, snapshots: Iterable[int] = ()) -> AllocatorRun:
+    """Replay ``trace`` through the caching allocator of the module docstring.
+
+    ``capacity``: device bytes the allocator may reserve (``None``: unlimited); ``policy``:
+    "best_fit" (PyTorch's) or "first_fit"; ``round_bytes``: request rounding;
+    ``pools``: "pytorch" (a small pool for requests up to :data:`SMALL_SIZE` and a large pool,
+    each with PyTorch's segment sizes and split rules) or "one" (one pool whose new segments
+    are the request rounded up to ``segment_bytes``, default :data:`SEGMENT_BYTES`, and whose
+    blocks are split when at least ``min_split_bytes`` remain, default ``round_bytes``: an
+    allocator small enough to trace by hand); ``snapshots``: event indices after which to
+    record the memory map.
+    """
+    events = _events(trace)
+    cap = _capacity(capacity)
+    _validate.choice("policy", policy, POLICIES)
+    _validate.choice("pools", pools, POOLS)
+    if pools == "pytorch" and (segment_bytes, min_split_bytes) != (None, None):
+        raise ValueError("segment_bytes and min_split_bytes go with pools='one'; PyTorch's "
+                         "pools size their segments and split their blocks by their own rules")
+    rb = _validate.integer("round_bytes", round_bytes, low=1, high=GiB)
+    sb = ms = None
+    if pools == "one":
+        sb = _validate.integer("segment_bytes", SEGMENT_BYTES if segment_bytes is None
+                               else segment_bytes, low=1)
+        if sb % rb:
+            raise ValueError(f"segment_bytes must be a multiple of round_bytes ({rb}), got {sb}")
+        ms = rb if min_split_bytes is None else _validate.integer("min_split_bytes",
+                                                                  min_split_bytes, low=1)
+    release_on_oom = _validate.flag("release_on_oom", release_on_oom)
+    snaps = _snapshots(snapshots, len(events))
+
+    device = _Device(cap)
+    best = policy == "best_fit"
+    if pools == "pytorch":
+        # should_split: a small-pool block is split if at least kMinBlockSize (512 B) remain,
+        # a large-pool block only if more than kSmallSize (1 MiB) remain
+        small = _Pool(device, best_fit=best, segment_size=lambda need: SMALL_BUFFER,
+                      min_split=rb)
+        large = _Pool(device, best_fit=best, segment_size=_pytorch_large_segment,
+                      min_split=SMALL_SIZE + 1)
+        all_pools = (small, large)
+
+        def pool_for(need):
+            return small if need <= SMALL_SIZE else large
+    else:
+        one = _Pool(device, best_fit=best, segment_size=lambda need: _round_up(need, sb),
+                    min_split=ms)
+        all_pools = (one,)
+
+        def pool_for(need):
+            return one
+
+    owned: dict = {}                   # owner -> (pool, block)
+    failed: list = []                  # ids whose allocation failed, in trace order
+    skipped: set = set()               # failed ids whose free is still to come
+    used = allocated = 0
+    n = len(events)
+    series = np.zeros((4, n), dtype=np.int64)
+    maps, seg_maps = {}, {}
+    first_oom = None
+
+    def largest_free() -> int:
+        return max(pool.largest_free() for pool in all_pools)
+
+    def blocks() -> list[_Block]:
+        return sorted((b for pool in all_pools for b in pool.blocks), key=lambda b: b.start)
 
     for k, ev in enumerate(events):
         if ev.op == "alloc":
-            need = -(-ev.size // rb) * rb
-            b = find(need)
-            if b is None:
-                size = -(-need // sb) * sb
-                b = grow(size)
-                if b is None and release_on_oom:
-                    release_free_segments()
-                    b = grow(size)
+            need = _round_up(ev.size, rb)
+            pool = pool_for(need)
+            b = pool.find(need) or pool.grow(need)
+            if b is None and release_on_oom:
+                for p in all_pools:
+                    p.release_free_segments()
+                b = pool.grow(need)
             if b is None:
                 failed.append(ev.id)
                 skipped.add(ev.id)
                 if first_oom is None:
-                    largest = max((x.size for x in blocks if x.owner is None), default=0)
-                    first_oom = OOM(k, ev.id, ev.size, need, cap, reserved, allocated, largest)
+                    first_oom = OOM(k, ev.id, ev.size, need, cap, device.reserved, allocated,
+                                    largest_free())
             else:
-                if b.size - need >= ms:
-                    insert(_Block(b.start + need, b.size - need, None, 0, b.seg))
-                    b.size = need
-                b.owner, b.req = ev.id, ev.size
-                owned[ev.id] = b
+                pool.take(b, need, ev.id, ev.size)
+                owned[ev.id] = (pool, b)
                 used += ev.size
                 allocated += b.size
         elif ev.id in skipped:
             skipped.discard(ev.id)       # the request never got memory: nothing to free
         else:
-            b = owned.pop(ev.id)
+            pool, b = owned.pop(ev.id)
             used -= b.req
             allocated -= b.size
-            b.owner, b.req = None, 0
-            i = bisect.bisect_left(starts, b.start)
-            if i + 1 < len(blocks):      # merge with the next block in the same segment
-                nx = blocks[i + 1]
-                if nx.owner is None and nx.seg == b.seg:
-                    b.size += nx.size
-                    remove(i + 1)
-            if i > 0:
-                pv = blocks[i - 1]
-                if pv.owner is None and pv.seg == b.seg:
-                    pv.size += b.size
-                    remove(i)
-        largest = max((x.size for x in blocks if x.owner is None), default=0)
-        series[:, k] = (used, allocated, reserved, largest)
+            pool.give_back(b)
+        series[:, k] = (used, allocated, device.reserved, largest_free())
         if k in snaps:
-            maps[k], seg_maps[k] = _block_map(blocks), tuple(sorted(segs.items()))
+            maps[k] = _block_map(blocks())
+            seg_maps[k] = tuple(sorted(device.segments.items()))
 
-    settings = dict(policy=policy, round_bytes=rb, segment_bytes=sb, min_split_bytes=ms,
-                    release_on_oom=release_on_oom)
+    settings = dict(policy=policy, pools=pools, round_bytes=rb, segment_bytes=sb,
+                    min_split_bytes=ms, release_on_oom=release_on_oom)
     return AllocatorRun(policy, cap, settings, *series, first_oom, tuple(failed), maps, seg_maps,
-                        _block_map(blocks), tuple(sorted(segs.items())))
+                        _block_map(blocks()), tuple(sorted(device.segments.items())))
 
 
 def _block_map(blocks) -> tuple[MapEntry, ...]:

@@ -72,7 +72,7 @@ import numba
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes
+from ._format import binary_bytes, html_table, percent
 
 POLICIES = ("lru", "fifo", "random")
 WRITE_POLICIES = ("write-back", "write-through")
@@ -133,14 +133,14 @@ class CacheStats:
         return CacheStats(name=self.name, **counts)
 
     def _rows(self) -> list[tuple[str, str]]:
-        rate = "n/a" if math.isnan(self.hit_rate) else f"{100 * self.hit_rate:.1f} %"
+        rate = "n/a" if math.isnan(self.hit_rate) else percent(self.hit_rate)
         return [
             ("accesses", f"{self.accesses:,} ({self.stores:,} stores)"),
             ("hits", f"{self.hits:,}"),
             ("misses", f"{self.misses:,} ({self.store_misses:,} on stores)"),
             ("hit rate", rate),
-            ("bytes from next level", _fmt_bytes(self.bytes_from_next)),
-            ("bytes to next level", _fmt_bytes(self.bytes_to_next)),
+            ("bytes from next level", binary_bytes(self.bytes_from_next)),
+            ("bytes to next level", binary_bytes(self.bytes_to_next)),
             ("write-backs", f"{self.writebacks:,}"),
             ("evictions", f"{self.evictions:,}"),
         ]
@@ -150,8 +150,7 @@ class CacheStats:
         return f"CacheStats({self.name}: {body})"
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in self._rows())
-        return f"<table><caption>{self.name}</caption>{body}</table>"
+        return html_table(self.name, None, self._rows())
 
 
 @dataclass(frozen=True)
@@ -177,26 +176,17 @@ class HierarchyStats:
 
     def __repr__(self) -> str:
         lines = [f"  {s!r}" for s in self.levels]
-        lines.append(f"  DRAM: {_fmt_bytes(self.dram_bytes_read)} read, "
-                     f"{_fmt_bytes(self.dram_bytes_written)} written")
+        lines.append(f"  DRAM: {binary_bytes(self.dram_bytes_read)} read, "
+                     f"{binary_bytes(self.dram_bytes_written)} written")
         return "HierarchyStats(\n" + ",\n".join(lines) + ")"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{s.name}</th>" for s in self.levels)
-        keys = [k for k, _ in self.levels[0]._rows()]
         cols = [dict(s._rows()) for s in self.levels]
-        body = "".join(
-            f"<tr><td>{k}</td>" + "".join(f"<td>{c[k]}</td>" for c in cols) + "</tr>"
-            for k in keys)
-        dram = (f"<tr><td>DRAM traffic</td><td colspan={len(self.levels)}>"
-                f"{_fmt_bytes(self.dram_bytes_read)} read, "
-                f"{_fmt_bytes(self.dram_bytes_written)} written</td></tr>")
-        return f"<table><tr><th></th>{head}</tr>{body}{dram}</table>"
-
-
-def _fmt_bytes(n: int) -> str:
-    """Cache sizes and traffic with one decimal: ``"32.0 KiB"``, ``"100 B"``."""
-    return binary_bytes(n, ",.1f")
+        rows = [(k, *(c[k] for c in cols)) for k, _ in self.levels[0]._rows()]
+        dram = (f"{binary_bytes(self.dram_bytes_read)} read, "
+                f"{binary_bytes(self.dram_bytes_written)} written")
+        rows.append(("DRAM traffic", dram, *[""] * (len(self.levels) - 1)))
+        return html_table("Cache hierarchy", ("", *(s.name for s in self.levels)), rows)
 
 
 # -- the cache --------------------------------------------------------------------------------
@@ -336,7 +326,7 @@ class Cache:
                     "direct-mapped" if self.ways == 1 else f"{self.ways}-way")
         sector = f", {self.sector_bytes} B sectors" if self.sectored else ""
         alloc = "write-allocate" if self.write_allocate else "no-write-allocate"
-        return (f"Cache({self.name}: {_fmt_bytes(self.size_bytes)}, {self.line_bytes} B lines"
+        return (f"Cache({self.name}: {binary_bytes(self.size_bytes)}, {self.line_bytes} B lines"
                 f"{sector}, {geometry}, {self.sets} sets, {self.policy.upper()}, "
                 f"{self.write_policy}, {alloc})")
 
@@ -502,7 +492,8 @@ def _requests(addresses, is_write, access_bytes):
             access_bytes = getattr(trace, "access_bytes", 1)
     if access_bytes is None:
         access_bytes = 1
-    addr = _int_array("addresses", addresses)
+    # int_array copies: a contiguous, writable int64 array the compiled loop can take
+    addr = _validate.int_array("addresses", addresses, max_ndim=1).reshape(-1)
     if addr.size and (addr.min() < 0 or addr.max() >= MAX_ADDRESS):
         bad = addr[(addr < 0) | (addr >= MAX_ADDRESS)][0]
         raise ValueError(f"addresses must be byte addresses in [0, 2**62), got {bad}")
@@ -511,7 +502,7 @@ def _requests(addresses, is_write, access_bytes):
         scalar_len = _validate.integer("access_bytes", access_bytes, low=1, high=2**30)
         lens = np.zeros(0, np.int64)
     else:
-        lens = _int_array("access_bytes", access_bytes)
+        lens = _validate.int_array("access_bytes", access_bytes, max_ndim=1).reshape(-1)
         if lens.shape != addr.shape:
             raise ValueError(f"access_bytes must be one int or one per address "
                              f"({addr.size}), got {lens.size} values")
@@ -534,24 +525,6 @@ def _requests(addresses, is_write, access_bytes):
                              f"got shape {w.shape}")
         writes = _writable(np.ascontiguousarray(w)) if w.any() else np.zeros(0, np.bool_)
     return addr, lens, scalar_len, writes
-
-
-def _int_array(name, values) -> np.ndarray:
-    a = np.asarray(values)
-    if a.dtype == object or a.dtype.kind not in "iu":
-        if a.size == 0 and a.dtype.kind == "f":
-            a = a.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must be integers (a numpy int array or a list of ints), "
-                            f"got dtype {a.dtype}")
-    if a.ndim != 1:
-        if a.ndim == 0:
-            a = a.reshape(1)
-        else:
-            raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} must be below 2**62, got {a.max()}")
-    return _writable(np.ascontiguousarray(a, dtype=np.int64))
 
 
 def _writable(a: np.ndarray) -> np.ndarray:
@@ -640,75 +613,57 @@ def _simulate(addr, lens, scalar_len, writes,
                 if stamp[k] < oldest:
                     oldest = stamp[k]
                     victim = k
-            if way >= 0 and (valid[way] & bit) != 0:
+            hit = way >= 0 and (valid[way] & bit) != 0
+            if hit:
                 hits += 1
                 if policy == 0:
                     stamp[way] = t
+            else:
+                misses += 1
                 if w:
-                    if write_back:
-                        dirty[way] |= bit
-                    else:
-                        lo = max(a, sec << sector_bits)
-                        hi = min(end, (sec + 1) << sector_bits)
-                        to_next += hi - lo
-                        if emit:
-                            out_a[pos] = lo
-                            out_n[pos] = hi - lo
-                            out_w[pos] = True
-                            pos += 1
-                continue
+                    store_misses += 1
+                if not w or write_allocate:
+                    old_line = -1
+                    old_dirty = 0
+                    if way < 0:
+                        if policy == 2 and tags[victim] >= 0:
+                            # The oldest stamp is an empty way whenever one exists (empty
+                            # ways carry -1), so random replacement still fills empty ways
+                            # first.
+                            victim = b + np.int64(_next_random(rng) % np.uint64(ways))
+                        way = victim
+                        if tags[way] >= 0:
+                            evictions += 1
+                            old_line = tags[way]
+                            old_dirty = dirty[way]
+                        tags[way] = line
+                        valid[way] = 0
+                        dirty[way] = 0
+                        stamp[way] = t
+                    elif policy == 0:
+                        stamp[way] = t
 
-            misses += 1
-            if w:
-                store_misses += 1
-                if not write_allocate:
-                    lo = max(a, sec << sector_bits)
-                    hi = min(end, (sec + 1) << sector_bits)
-                    to_next += hi - lo
+                    valid[way] |= bit
+                    from_next += sector_bytes
                     if emit:
-                        out_a[pos] = lo
-                        out_n[pos] = hi - lo
-                        out_w[pos] = True
+                        out_a[pos] = sec << sector_bits
+                        out_n[pos] = sector_bytes
+                        out_w[pos] = False
                         pos += 1
-                    continue
-
-            old_line = -1
-            old_dirty = 0
-            if way < 0:
-                if policy == 2 and tags[victim] >= 0:
-                    # The oldest stamp is an empty way whenever one exists (empty ways carry
-                    # -1), so random replacement still fills empty ways first.
-                    victim = b + np.int64(_next_random(rng) % np.uint64(ways))
-                way = victim
-                if tags[way] >= 0:
-                    evictions += 1
-                    old_line = tags[way]
-                    old_dirty = dirty[way]
-                tags[way] = line
-                valid[way] = 0
-                dirty[way] = 0
-                stamp[way] = t
-            elif policy == 0:
-                stamp[way] = t
-
-            valid[way] |= bit
-            from_next += sector_bytes
-            if emit:
-                out_a[pos] = sec << sector_bits
-                out_n[pos] = sector_bytes
-                out_w[pos] = False
-                pos += 1
-            # The victim's write-back follows the fill request, as in pycachesim.
-            if old_dirty != 0:
-                writebacks += 1
-                to_next += _popcount(old_dirty) * sector_bytes
-                if emit:
-                    pos = _emit_writeback(old_line, line_bytes, sector_bytes, n_sectors,
-                                          old_dirty, pos, out_a, out_n, out_w)
+                    # The victim's write-back follows the fill request, as in pycachesim.
+                    if old_dirty != 0:
+                        writebacks += 1
+                        to_next += _popcount(old_dirty) * sector_bytes
+                        if emit:
+                            pos = _emit_writeback(old_line, line_bytes, sector_bytes,
+                                                  n_sectors, old_dirty, pos, out_a, out_n,
+                                                  out_w)
             if w:
-                if write_back:
-                    dirty[way] |= bit
+                if write_back and (hit or write_allocate):
+                    dirty[way] |= bit   # the store stays in the cache until the line leaves
                 else:
+                    # write-through, or a store miss that does not allocate: the bytes the
+                    # store writes into this sector go on to the next level
                     lo = max(a, sec << sector_bits)
                     hi = min(end, (sec + 1) << sector_bits)
                     to_next += hi - lo

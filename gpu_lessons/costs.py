@@ -4,8 +4,8 @@ Each function returns a :class:`KernelCost` whose ``intensity = flops / bytes`` 
 the kernel on a roofline (see :mod:`gpu_lessons.roofline`).  Conventions, used throughout:
 
 * a multiply-add counts as **2 FLOPs** (as ``torch.utils.flop_counter`` counts matmuls and
-  convolutions); where the seed's notes count multiply-adds instead, :func:`conv2d_seed` keeps
-  the seed's numbers and says so;
+  convolutions); :func:`conv2d_macs_no_input` keeps the often-quoted count, which takes
+  multiply-adds for FLOPs and leaves out the input, and says so (docs/misconceptions.md, M16);
 * ``bytes`` is DRAM traffic under a stated model, usually the *compulsory* traffic (every tensor
   moved once).  Real kernels move at least this much, so the intensity here is an upper bound;
 * element sizes come from ``dtype`` (:data:`DTYPE_BYTES`).
@@ -22,6 +22,7 @@ import numbers
 from dataclasses import dataclass
 
 from . import _validate
+from ._format import html_table
 from ._format import ratio as _ratio
 from ._format import si as _si
 
@@ -86,11 +87,8 @@ class KernelCost:
                  f"{_ratio(self.intensity)} FLOP/byte")]
         rows += [(label, _si(f, "FLOP") if f else "–", _si(b, "B") if b else "–", "")
                  for label, f, b in self.parts]
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                       for r in rows)
         notes = f"<p><small>{html.escape(self.notes)}</small></p>" if self.notes else ""
-        return (f"<table><caption>{html.escape(self.name)}</caption><tr><th></th><th>FLOPs</th>"
-                f"<th>bytes</th><th>intensity</th></tr>{body}</table>{notes}")
+        return html_table(self.name, ("", "FLOPs", "bytes", "intensity"), rows) + notes
 
 
 # -- elementwise and reductions ------------------------------------------------------------------
@@ -149,7 +147,7 @@ def gemm(m, n, k, dtype="fp32") -> KernelCost:
     ``(m·k + k·n + m·n) · s`` (each matrix moved once).  No kernel can move less, so this is the
     highest intensity a GEMM can reach: ``2N/(3s)`` FLOP/byte for square N.
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     s = dtype_bytes(dtype)
     return _gemm_cost("GEMM (each operand moved once)", m, n, k, s, m * k, k * n,
                       f"{m}×{k} @ {k}×{n} in {dtype}: compulsory traffic, every matrix "
@@ -164,7 +162,7 @@ def gemm_naive(m, n, k, dtype="fp32") -> KernelCost:
     Source: Kirk & Hwu, *Programming Massively Parallel Processors* (4th ed.), ch. 5
     ("compute to global memory access ratio" of the simple matmul kernel: 0.25 OP/B).
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     s = dtype_bytes(dtype)
     return _gemm_cost("GEMM naive (no reuse)", m, n, k, s, m * n * k, m * n * k,
                       f"{m}×{k} @ {k}×{n} in {dtype}: every multiply-add loads its A and B "
@@ -188,7 +186,7 @@ def gemm_tiled(m, n, k, *, tile=None, tile_m=None, tile_n=None, dtype="fp32") ->
     kernel").  ``tile = 1`` is the naive kernel; a tile as large as C is :func:`gemm`.  The k-step
     of the tile changes shared-memory size, not DRAM traffic; caches (L2) are ignored.
     """
-    m, n, k = _dims(m=m, n=n, k=k)
+    m, n, k = _validate.dimensions(m=m, n=n, k=k)
     if tile is not None:
         if tile_m is not None or tile_n is not None:
             raise ValueError("give either tile (square tiles) or tile_m and tile_n, not both")
@@ -218,7 +216,7 @@ def _gemm_cost(name, m, n, k, s, a_reads, b_reads, notes) -> KernelCost:
 def conv_output_size(x, k, *, padding=0, stride=1, dilation=1) -> int:
     """Output side ``M = ⌊(X + 2·padding − dilation·(K − 1) − 1) / stride⌋ + 1``.
 
-    With ``dilation = 1`` this is the seed's ``M = (X − K + 2·Padding)/Stride + 1``, floored.
+    With ``dilation = 1`` this is the usual ``M = (X − K + 2·Padding)/Stride + 1``, floored.
     We floor, as PyTorch does (``torch.nn.Conv2d`` documentation, "Shape"): when the division is
     not exact the window simply never reaches the last rows/columns.  A window that does not fit
     even once is refused.
@@ -235,13 +233,13 @@ def conv_output_size(x, k, *, padding=0, stride=1, dilation=1) -> int:
     return (x + 2 * padding - span) // stride + 1
 
 
-def conv2d_seed(x, k, c_in, c_out, *, padding=0, stride=1) -> KernelCost:
-    """The seed notes' conv-layer formulas, unchanged (square input and kernel, FP32, one image)::
+def conv2d_macs_no_input(x, k, c_in, c_out, *, padding=0, stride=1) -> KernelCost:
+    """The often-quoted conv-layer formulas, unchanged (square input and kernel, FP32, one image)::
 
         "FLOPs" = M²·K²·Cin·Cout            (really multiply-adds: FLOPs are 2× this)
         bytes   = (K²·Cin·Cout + M²·Cout)·4  (weights + output; the input map is left out)
 
-    Kept to compare with :func:`conv2d`, which corrects both (erratum E7).  ``M`` is floored
+    Kept to compare with :func:`conv2d`, which corrects both (docs/misconceptions.md, M16).  ``M`` is floored
     as in :func:`conv_output_size`.
     """
     x, k = _validate.integer("x", x, low=1), _validate.integer("k", k, low=1)
@@ -251,16 +249,17 @@ def conv2d_seed(x, k, c_in, c_out, *, padding=0, stride=1) -> KernelCost:
     macs = out * out * k * k * c_in * c_out
     weights, output = k * k * c_in * c_out * 4, out * out * c_out * 4
     return KernelCost(
-        "conv2d (seed's formulas: multiply-adds as 'FLOPs', input not read)", macs, weights + output,
-        notes="the seed's numbers: 'FLOPs' here counts multiply-adds (real FLOPs are 2×) and "
-              "bytes omit reading the input map X²·Cin (erratum E7)",
-        parts=(("multiply-adds (as the seed counts)", macs, 0), ("weights", 0, weights),
+        "conv2d (often-quoted formulas: multiply-adds as 'FLOPs', input not read)", macs,
+        weights + output,
+        notes="the often-quoted numbers: 'FLOPs' here counts multiply-adds (real FLOPs are 2×) "
+              "and bytes omit reading the input map X²·Cin (docs/misconceptions.md, M16)",
+        parts=(("multiply-adds (counted as FLOPs)", macs, 0), ("weights", 0, weights),
                ("output", 0, output)))
 
 
 def conv2d(x, k, c_in, c_out, *, padding=0, stride=1, dilation=1, groups=1, batch=1,
            dtype="fp32") -> KernelCost:
-    """A 2-D convolution layer (no bias), corrected from the seed's formulas (erratum E7)::
+    """A 2-D convolution layer (no bias), corrected from the often-quoted formulas (M16)::
 
         M     = ⌊(X + 2·padding − dilation·(K − 1) − 1) / stride⌋ + 1      (per side)
         FLOPs = 2 · batch · M_h·M_w · K_h·K_w · (Cin/groups) · Cout
@@ -364,8 +363,8 @@ def attention_decode(context_len, *, n_heads, head_dim, batch=1, n_kv_heads=None
     Each cached K and V element is read once and used in one multiply-add, so intensity is
     ``4·L·d / (bytes·(2·L·d + 2·d)) ≈ 2 / bytes`` — ≈ 1 FLOP/byte in FP16, at any batch size
     (every sequence has its own cache).  That is far below every ridge point: decode attention
-    is memory-bound, which corrects the seed's claim that score computation in LLM inference
-    sits near the compute roof (erratum E12).  Grouped-query attention raises it by
+    is memory-bound, which corrects the claim that score computation in LLM inference sits
+    near the compute roof (docs/misconceptions.md, M17).  Grouped-query attention raises it by
     ``n_heads / n_kv_heads``.  The K and V of the new token are written by the projection
     kernel, not here.
     """
@@ -390,10 +389,6 @@ def _count(name, value):
 
 def _exact(value: float):
     return int(value) if float(value).is_integer() else float(value)
-
-
-def _dims(**dims) -> list[int]:
-    return [_validate.integer(name, v, low=1) for name, v in dims.items()]
 
 
 def _pair(name, value, *, low=1) -> tuple[int, int]:

@@ -2072,7 +2072,7 @@ def run_on_gpu(kernel, grid, block, *args, repeats: int = 20, warmup: int = 2,
 def _run(source: CudaSource, grid, block, args, repeats, warmup, exact) -> GpuRun:
     import cupy as cp
 
-    from .measure.gpu import _device_name, compiled
+    from .measure.gpu import compiled, device_name
     from .measure.timing import Timing
 
     k = compiled(str(source), source.kernel_name, EXACT_OPTIONS if exact else ())
@@ -2098,7 +2098,7 @@ def _run(source: CudaSource, grid, block, args, repeats, warmup, exact) -> GpuRu
     for p, a, d in zip(source.params, args, result, strict=True):
         if p.kind == "array" and p.written:
             a[...] = cp.asnumpy(d).reshape(a.shape)
-    return GpuRun(source.kernel_name, grid, block, _device_name(cp),
+    return GpuRun(source.kernel_name, grid, block, device_name(cp),
                   Timing(tuple(samples), warmup, "CUDA events"), shared, int(k.num_regs), exact)
 
 

@@ -11,6 +11,7 @@ import platform
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import NamedTuple
 
 PACKAGES = ("gpu-lessons", "numpy", "bokeh", "ipywidgets", "jupyterlab", "jupyter_bokeh",
             "numba", "cupy-cuda12x", "cupy-cuda13x", "cupy")
@@ -61,10 +62,10 @@ class Report:
         return "\n".join(self.lines())
 
     def _repr_html_(self) -> str:
-        from html import escape
-        rows = "".join(f"<tr><td><b>{escape(line[:14].strip())}</b></td>"
-                       f"<td>{escape(line[14:])}</td></tr>" for line in self.lines())
-        return f"<table>{rows}</table>"
+        from ._format import html_table
+
+        return html_table("This machine", None,
+                          [(line[:14].strip(), line[14:]) for line in self.lines()])
 
 
 def cpu_name() -> str:
@@ -90,28 +91,37 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def detect_gpu() -> tuple[GPUInfo | None, str]:
-    """Return (GPUInfo, "") for device 0, or (None, reason) when no GPU can be used."""
+class NoGpu(NamedTuple):
+    """Why no GPU can be used: ``short`` for the one line a skipped GPU cell prints,
+    ``detail`` for the environment report (with what to do about it)."""
+
+    short: str
+    detail: str
+
+
+def detect_gpu() -> tuple[GPUInfo | None, NoGpu | None]:
+    """Return (GPUInfo, None) for device 0, or (None, why) when no GPU can be used."""
     if os.environ.get("GPU_LESSONS_NO_GPU"):
-        return None, "GPU_LESSONS_NO_GPU is set"
+        return None, NoGpu("GPU_LESSONS_NO_GPU is set", "GPU_LESSONS_NO_GPU is set")
     try:
         import cupy
     except ImportError:
-        return None, "CuPy is not installed (pip install -e '.[gpu]' on a machine with an NVIDIA GPU)"
+        return None, NoGpu("CuPy not installed", "CuPy is not installed (pip install -e '.[gpu]' "
+                                                  "on a machine with an NVIDIA GPU)")
     except Exception as exc:  # a broken CuPy install should not break a lesson
-        return None, f"CuPy failed to import: {exc}"
+        return None, NoGpu("CuPy failed to import", f"CuPy failed to import: {exc}")
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None, "CuPy found no CUDA device"
+            return None, NoGpu("CuPy found no CUDA device", "CuPy found no CUDA device")
         props = cupy.cuda.runtime.getDeviceProperties(0)
     except Exception as exc:
-        return None, f"CuPy could not reach a CUDA device: {exc}"
+        return None, NoGpu("no CUDA driver or device", f"CuPy could not reach a CUDA device: {exc}")
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     info = GPUInfo(name=name, cc=f"{props['major']}.{props['minor']}",
                    sms=int(props["multiProcessorCount"]),
                    memory_bytes=int(props["totalGlobalMem"]), l2_bytes=int(props["l2CacheSize"]),
                    catalog_name=match_catalog(name, int(props["multiProcessorCount"])))
-    return info, ""
+    return info, None
 
 
 def match_catalog(device_name: str, sms: int) -> str | None:
@@ -138,4 +148,5 @@ def report() -> Report:
     return Report(python=platform.python_version(),
                   platform=f"{platform.system()} {platform.machine()}",
                   cpu=cpu_name(), cores=os.cpu_count() or 1, packages=package_versions(),
-                  gpu=info, gpu_reason=reason, extra={"executable": sys.executable})
+                  gpu=info, gpu_reason=reason.detail if reason else "",
+                  extra={"executable": sys.executable})

@@ -6,7 +6,7 @@ loads them into frozen dataclasses and derives what the lessons need:
 
 * peak FLOP/s per precision (dense, never sparse),
 * memory bandwidth and the ridge point ``I_max = pi / beta`` (FLOP/byte),
-* the seed's two platform formulas, computed from first principles:
+* the two platform formulas, computed from first principles:
   ``pi = N_cores x f x FLOPs-per-cycle`` (an FMA is 2 FLOPs) and
   ``beta = bus width x data rate``.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from . import _validate
+from . import _format, _validate
 
 #: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture").
 WARP_SIZE = 32
@@ -107,7 +107,7 @@ class GPU:
             return None
         return self.l2_bytes_per_clk * self.boost_mhz * 1e6
 
-    # -- the seed's formulas ---------------------------------------------------------------
+    # -- the platform formulas -------------------------------------------------------------
     def pi_from_cores(self) -> float | None:
         """FP32 peak from first principles: cores x boost clock x 2 FLOPs (one FMA) per cycle."""
         if self.boost_mhz is None:
@@ -159,15 +159,16 @@ class GPU:
     def _repr_html_(self) -> str:
         rows = [("compute capability", self.cc), ("SMs", self.sms),
                 ("FP32 cores", f"{self.fp32_cores:,}"),
-                ("memory", f"{self.memory_gb:g} GB {self.memory_type}, {self.bandwidth_gbs:,.0f} GB/s"),
-                ("L2", f"{self.l2_bytes / 2**20:g} MiB")]
-        rows += [(f"peak {p} (dense)", f"{v:,.1f} TFLOP/s") for p, v in self.peak_tflops.items()]
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-        return f"<table><caption>{self.name}</caption>{body}</table>"
+                ("memory", f"{self.memory_gb:g} GB {self.memory_type}, "
+                           f"{_format.bandwidth(self.bandwidth)}"),
+                ("L2", _format.binary_bytes(self.l2_bytes))]
+        rows += [(f"peak {p} (dense)", _format.flop_rate(v * 1e12))
+                 for p, v in self.peak_tflops.items()]
+        return _format.html_table(self.name, None, rows)
 
 
 def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:
-    """The seed's ``pi = N x f x IPC`` in FLOP/s (count an FMA as 2 FLOPs in ``flops_per_cycle``)."""
+    """The compute roof ``pi = N x f x IPC`` in FLOP/s (count an FMA as 2 FLOPs in ``flops_per_cycle``)."""
     _validate.integer("units", units, low=1)
     _validate.positive("clock_hz", clock_hz)
     _validate.positive("flops_per_cycle", flops_per_cycle)
@@ -175,7 +176,7 @@ def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:
 
 
 def memory_bandwidth(bus_width_bits: int, transfers_per_s: float) -> float:
-    """The seed's ``beta = bus width x data rate`` in bytes/s."""
+    """The memory roof ``beta = bus width x data rate`` in bytes/s."""
     _validate.integer("bus_width_bits", bus_width_bits, low=1)
     _validate.positive("transfers_per_s", transfers_per_s)
     return bus_width_bits / 8 * transfers_per_s

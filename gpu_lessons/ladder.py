@@ -42,10 +42,10 @@ loaded-DRAM figure :data:`gpu_lessons.latency.DEFAULT_LATENCY_NS` for DRAM.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from . import _validate
+from ._format import html_table, memory_size, si
 from .hardware import GPU
 from .hardware import gpu as _lookup
 from .latency import DEFAULT_LATENCY_NS
@@ -113,21 +113,6 @@ class Level:
     source: str
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "–"
-    for unit, scale in (("GB", 10**9), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale and (unit != "GB" or n >= 10**9):
-            return f"{n / scale:,.1f} {unit}".replace(".0 ", " ")
-    return f"{n:,} B"
-
-
-def _rate(b: float | None) -> str:
-    if b is None:
-        return "–"
-    return f"{b / 1e12:,.1f} TB/s" if b >= 1e12 else f"{b / 1e9:,.0f} GB/s"
-
-
 @dataclass(frozen=True)
 class Ladder:
     """The memory ladder of one GPU (see the module docstring for every formula)."""
@@ -147,10 +132,16 @@ class Ladder:
     _HEAD = ("level", "holds", "visible to", "per SM", "whole GPU", "bandwidth", "latency")
 
     def _rows(self):
+        def size(n):
+            return "–" if n is None else memory_size(n)
+
         for lv in self.levels:
-            bw = _rate(lv.bandwidth) + (f" ({lv.bandwidth_note})" if lv.bandwidth_note else "")
-            yield (lv.name, lv.holds, lv.scope, _size(lv.per_sm_bytes), _size(lv.total_bytes),
-                   bw, lv.latency)
+            # SI prefixes, not a fixed GB/s: the ladder's rows span 4.8 to 400 TB/s
+            bw = "–" if lv.bandwidth is None else si(lv.bandwidth, "B/s")
+            if lv.bandwidth_note:
+                bw += f" ({lv.bandwidth_note})"
+            yield (lv.name, lv.holds, lv.scope, size(lv.per_sm_bytes), size(lv.total_bytes), bw,
+                   lv.latency)
 
     def __repr__(self) -> str:
         rows = [self._HEAD, *self._rows()]
@@ -160,11 +151,7 @@ class Ladder:
         return f"Ladder({self.gpu})\n" + "\n".join(text)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
-                       for r in self._rows())
-        return (f"<table><caption>Memory ladder: {html.escape(self.gpu)}</caption>"
-                f"<tr>{head}</tr>{body}</table>")
+        return html_table(f"Memory ladder: {self.gpu}", self._HEAD, self._rows())
 
 
 def memory_ladder(gpu="H100") -> Ladder:

@@ -32,7 +32,7 @@ Little's law for memory
     bytes in flight = bandwidth × latency.  H100 SXM: 3.35 TB/s × 600 ns ≈ 2.0 MB, about
     15 KB per SM — more than 64 warps × 32 threads × 4 B = 8 KB, so full occupancy alone
     cannot saturate HBM with 4-byte loads: each thread needs ≥ 2 loads in flight (ILP) or
-    wider loads.  That is the seed's point (and V. Volkov, "Better Performance at Lower
+    wider loads (V. Volkov, "Better Performance at Lower
     Occupancy", GTC 2010): fewer warps with more independent work each can beat high
     occupancy.  :func:`compare` shows it with the occupancy calculator's warps.
 """
@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import bandwidth as _bandwidth
+from ._format import html_table, percent
 from .hardware import WARP_SIZE, measured
 
 #: DRAM load latency used when none is given, in ns.  A round figure: unloaded
@@ -77,15 +78,6 @@ def _params(alu_per_load, ilp, latency):
     return a, j, L
 
 
-def _warps_array(warps):
-    w = np.asarray(warps)
-    if w.dtype == bool or w.dtype.kind not in "iuf" or w.size == 0:
-        raise TypeError(f"warps must be a positive number or an array of them, got {warps!r}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError(f"warps must be >= 0 and finite, got {warps!r}")
-    return w.astype(float)
-
-
 def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
                policy: str = "gto"):
     """Closed form: instructions per cycle of one scheduler with ``warps`` warps.
@@ -107,7 +99,7 @@ def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
     """
     a, j, L = _params(alu_per_load, ilp, latency)
     _validate.choice("policy", policy, POLICIES)
-    w = _warps_array(warps)
+    w = _validate.real_array("warps", warps, low=0.0, nonempty=True)
     per_iter = j * (a + 1)
     if policy == "gto":
         r = np.minimum(1.0, w * per_iter / (per_iter - 1 + L))
@@ -351,14 +343,14 @@ class LittlesLaw:
         verdict = ("full occupancy is enough" if self.enough_warps else
                    f"an SM holds at most {self.max_warps_per_sm}, so each thread needs "
                    f"{self.ilp_needed} loads in flight (ILP) or wider loads")
-        return (f"LittlesLaw({self.gpu}: {self.bandwidth / 1e9:,.0f} GB/s × "
+        return (f"LittlesLaw({self.gpu}: {_bandwidth(self.bandwidth)} × "
                 f"{self.latency_ns:g} ns = {self.bytes_in_flight / 1e6:.2f} MB in flight, "
                 f"{self.bytes_per_sm / 1024:.1f} KiB per SM → {self.threads_per_sm:,.0f} "
                 f"threads/SM at {self.bytes_per_thread} B each = {self.warps_per_sm:.0f} "
                 f"warps/SM; {verdict})")
 
     def _repr_html_(self) -> str:
-        rows = [("bandwidth", f"{self.bandwidth / 1e9:,.0f} GB/s"),
+        rows = [("bandwidth", _bandwidth(self.bandwidth)),
                 ("latency", f"{self.latency_ns:g} ns = {self.latency_cycles:,.0f} cycles"),
                 ("bytes in flight", f"{self.bytes_in_flight / 1e6:.2f} MB "
                                     f"({self.bytes_per_sm / 1024:.1f} KiB per SM)"),
@@ -422,9 +414,9 @@ class ConfigResult:
 
     def __repr__(self) -> str:
         return (f"ConfigResult({self.config.name}: {self.warps_per_sm} warps/SM "
-                f"({self.occupancy:.0%} occupancy), ILP {self.config.ilp}, "
+                f"({percent(self.occupancy)} occupancy), ILP {self.config.ilp}, "
                 f"{self.loads_in_flight_per_sm} loads in flight/SM → "
-                f"{self.bandwidth / 1e9:,.0f} GB/s ({self.fraction_of_peak:.0%} of peak, "
+                f"{_bandwidth(self.bandwidth)} ({percent(self.fraction_of_peak)} of peak, "
                 f"limited by {self.limiter}))")
 
 
@@ -443,9 +435,9 @@ class Comparison:
         for r in self.results:
             c = r.config
             yield (c.name, f"{c.threads_per_block}", f"{c.registers_per_thread}",
-                   f"{r.warps_per_sm}", f"{r.occupancy:.0%}", f"{c.ilp}",
-                   f"{r.loads_in_flight_per_sm}", f"{r.bandwidth / 1e9:,.0f} GB/s",
-                   f"{r.fraction_of_peak:.0%}", r.limiter)
+                   f"{r.warps_per_sm}", percent(r.occupancy), f"{c.ilp}",
+                   f"{r.loads_in_flight_per_sm}", _bandwidth(r.bandwidth),
+                   percent(r.fraction_of_peak), r.limiter)
 
     _HEAD = ("config", "threads/block", "registers/thread", "warps/SM", "occupancy", "ILP",
              "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
@@ -455,7 +447,7 @@ class Comparison:
         widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
         text = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
         return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
-                f"{self.peak_bandwidth / 1e9:,.0f} GB/s)\n" + "\n".join(text))
+                f"{_bandwidth(self.peak_bandwidth)})\n" + "\n".join(text))
 
     def _repr_html_(self) -> str:
         return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",
@@ -498,8 +490,8 @@ def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> C
     return Comparison(g.name, lat, g.bandwidth, tuple(results))
 
 
-def seed_example(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
-    """The seed's claim made concrete: a streaming kernel (256-thread blocks, float loads)
+def occupancy_vs_ilp(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:
+    """Occupancy against loads in flight: a streaming kernel (256-thread blocks, float loads)
     at 100 % occupancy with one load in flight per thread, against register-blocked
     versions that hold 4 loads in flight per thread and so need more registers."""
     return compare([

@@ -2,7 +2,7 @@
 
 Global memory (Volta and later)
     L1 and L2 lines are 128 bytes, split into four 32-byte *sectors*; only the sectors a warp
-    touches move (errata E9: a line is no longer the unit of transfer).  One warp-wide load
+    touches move (docs/misconceptions.md, M14: a line is not the unit of transfer).  One warp-wide load
     instruction is one *request*, and it costs as many sectors as there are distinct 32-byte
     segments among its lanes' accesses.  Nsight Compute reports the two as
     ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` and
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import html_table, percent
 from .hardware import WARP_SIZE
 
 #: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
@@ -131,7 +131,7 @@ class GlobalLoad:
                 f"{_n(self.sectors, 'sector')}, {_n(self.lines, 'line')}, "
                 f"{_n(self.requests, 'request')}, "
                 f"requested {self.requested_bytes} B, moved {self.moved_bytes} B, "
-                f"efficiency {self.efficiency:.0%})")
+                f"efficiency {percent(self.efficiency)})")
 
     def _repr_html_(self) -> str:
         rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
@@ -141,7 +141,7 @@ class GlobalLoad:
                 ("lines (128 B)", f"{self.lines}"),
                 ("requested", f"{self.requested_bytes} B"),
                 ("moved", f"{self.moved_bytes} B"),
-                ("efficiency", f"{self.efficiency:.0%}")]
+                ("efficiency", percent(self.efficiency))]
         return html_table("Global load, one warp", None, rows)
 
 
@@ -480,3 +480,52 @@ def tile_column(col: int, *, width: int = 32, padding: int = 0,
     padding = _validate.integer("padding", padding, low=0)
     col = _validate.integer("col", col, low=0, high=width - 1)
     return matrix_column(col, ld=width + padding, element_bytes=element_bytes)
+
+
+# -- a strided copy's DRAM traffic ------------------------------------------------------------------
+
+#: Consecutive warps whose traffic is counted together (see :func:`predicted_traffic`).
+NEIGHBOUR_WARPS = 32
+
+
+def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
+                      fetch_bytes: int = 32) -> dict:
+    """Bytes one warp of the strided copy needs and moves from DRAM, by the memory model.
+
+    The copy kernel does ``dst[i] = src[i*stride + offset]``: 32 lanes read one element each
+    at ``(offset + lane*stride) * element_bytes`` and write one element each contiguously.
+    *Useful* bytes are what the program asked for: 32 elements read + 32 written.  *Moved*
+    bytes are whole 32-byte sectors, found by :func:`global_load` for each
+    warp's read and write (stores move sectors the same way).  At stride 1 the two are
+    equal, so ``useful / moved`` scales the stride-1 bandwidth to a prediction.
+
+    DRAM traffic is what limits a copy this large, so the sectors are counted as DRAM sees
+    them: over :data:`NEIGHBOUR_WARPS` consecutive warps, per warp.  Neighbouring warps run
+    at about the same time and L2 keeps a sector until the neighbour asks for it, so a sector
+    two warps share (a misaligned copy's boundary) moves once.  ``sectors_read`` is still
+    the first warp's own count, the number Nsight Compute reports per request.
+
+    ``fetch_bytes`` > 32: on a miss L2 fetches ``fetch_bytes`` aligned bytes from DRAM (the
+    CUDA runtime's ``cudaLimitMaxL2FetchGranularity``: 64 B on the H200 in
+    ``docs/measured/h200.md``), so the moved bytes are the distinct ``fetch_bytes`` blocks the
+    sectors fall in.  It matters once lanes are 64 bytes or more apart and each uses only one
+    sector of its block.
+    """
+    stride = _validate.integer("stride", stride, low=0, high=1 << 20)
+    element_bytes = _validate.choice("element_bytes", element_bytes, ACCESS_SIZES)
+    offset = _validate.integer("offset", offset, low=0, high=1 << 20)
+    fetch_bytes = _validate.choice("fetch_bytes", fetch_bytes, (32, 64, 128))
+    eb = element_bytes
+    reads = [global_load(strided(stride, element_bytes=eb, offset=(offset + 32 * w * stride) * eb),
+                         bytes_per_thread=eb) for w in range(NEIGHBOUR_WARPS)]
+    writes = [global_load(strided(1, element_bytes=eb, offset=32 * w * eb), bytes_per_thread=eb)
+              for w in range(NEIGHBOUR_WARPS)]
+
+    def moved(loads) -> float:
+        blocks = set().union(*(load.block_ids(fetch_bytes) for load in loads))
+        return fetch_bytes * len(blocks) / len(loads)
+
+    useful = 2 * 32 * eb
+    total = moved(reads) + moved(writes)
+    return {"sectors_read": int(reads[0].sectors), "sectors_written": int(writes[0].sectors),
+            "useful_bytes": useful, "moved_bytes": total, "useful_over_moved": useful / total}

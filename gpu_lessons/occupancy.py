@@ -55,6 +55,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hardware
+from ._format import binary_bytes, html_table, percent
 from .hardware import WARP_SIZE
 
 #: The order ``limiter`` picks from when several limits tie: the order of the
@@ -290,7 +291,7 @@ class Occupancy:
             how = (f"{self.shared_mem_per_block:,} B"
                    + (f" + {reserved:,} B reserved" if reserved else "")
                    + f", rounded up to {self.shared_mem_allocated:,} B/block "
-                     f"(unit {spec.shared_unit} B); SM capacity {_kb(self.sm_shared_mem)} "
+                     f"(unit {spec.shared_unit} B); SM capacity {binary_bytes(self.sm_shared_mem)} "
                      f"({self._carveout_text()}) ÷ {self.shared_mem_allocated:,} B")
         rows.append(("shared memory", how))
         rows.append(("blocks", f"at most {spec.max_blocks_per_sm} resident blocks/SM on "
@@ -308,7 +309,7 @@ class Occupancy:
             return f"{where}: cannot launch (0 blocks/SM), limited by {' = '.join(self.limiters)}"
         return (f"{where}: {self.blocks_per_sm} blocks/SM × {self.warps_per_block} warps = "
                 f"{self.warps_per_sm} of {self.max_warps_per_sm} warps → "
-                f"{self.occupancy:.1%} occupancy, limited by {' = '.join(self.limiters)}")
+                f"{percent(self.occupancy)} occupancy, limited by {' = '.join(self.limiters)}")
 
     def __repr__(self) -> str:
         inputs = (f"{self.threads_per_block} threads/block, {self.registers_per_thread} "
@@ -323,27 +324,23 @@ class Occupancy:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        body = []
-        for name, how, blocks in self.explain():
-            binds = name in self.limiters
-            style = ' style="font-weight:bold"' if binds else ""
-            body.append(f"<tr{style}><td>{name}</td><td style=\"text-align:left\">"
-                        f"{html.escape(how)}</td><td>{_blocks_text(blocks)}</td>"
-                        f"<td>{'◀ binds' if binds else ''}</td></tr>")
+        def bold(text, binds):
+            return f"<b>{html.escape(text)}</b>" if binds else html.escape(text)
+
+        rows = [(bold(name, name in self.limiters), html.escape(how),
+                 bold(_blocks_text(blocks), name in self.limiters),
+                 "◀ binds" if name in self.limiters else "")
+                for name, how, blocks in self.explain()]
         note = (f"<p><b>Note:</b> {html.escape(self.note)}</p>" if self.note else "")
-        return (f"<table><caption>{html.escape(self._headline())}</caption>"
-                "<tr><th>limit</th><th>how it is computed</th><th>blocks/SM</th><th></th></tr>"
-                + "".join(body) + "</table>" + note)
+        return html_table(html.escape(self._headline()),
+                          ("limit", "how it is computed", "blocks/SM", ""), rows,
+                          escape=False) + note
 
 
 def _blocks_text(blocks: int) -> str:
     if blocks >= UNLIMITED:
         return "no limit"
     return f"{blocks} block/SM" if blocks == 1 else f"{blocks} blocks/SM"
-
-
-def _kb(nbytes: int) -> str:
-    return f"{nbytes // 1024} KiB" if nbytes % 1024 == 0 else f"{nbytes:,} B"
 
 
 def occupancy(cc=None, *, gpu=None, threads_per_block, registers_per_thread,
@@ -421,8 +418,8 @@ def _note(spec: ComputeCapability, regs: int, c: dict, opt_in: bool, pct) -> str
             notes.append(f"cannot launch: {per_block:,} B/block (with the reservation) is above "
                          f"the per-block maximum of {cap:,} B on CC {spec.cc}")
     if not notes and pct is not None and int(c["preferred"]) < int(c["per_block"]):
-        notes.append(f"the carveout preference ({pct} % → {_kb(int(c['preferred']))}) cannot "
-                     f"hold one block, so the SM is given {_kb(int(c['sm_shared']))} instead")
+        notes.append(f"the carveout preference ({pct} % → {binary_bytes(int(c['preferred']))}) cannot "
+                     f"hold one block, so the SM is given {binary_bytes(int(c['sm_shared']))} instead")
     return "; ".join(notes)
 
 
@@ -436,22 +433,11 @@ def blocks_per_sm(cc=None, *, gpu=None, threads_per_block, registers_per_thread,
     once; ``carveout`` is one value for all of them.  Returns an integer array.
     """
     spec, pct = _common(cc, gpu, carveout, opt_in)
-    threads = _int_array("threads_per_block", threads_per_block, 1, spec.max_threads_per_block)
-    regs = _int_array("registers_per_thread", registers_per_thread, 0, None)
-    smem = _int_array("shared_mem_per_block", shared_mem_per_block, 0, None)
+    threads = _validate.int_array("threads_per_block", threads_per_block, low=1,
+                                  high=spec.max_threads_per_block)
+    regs = _validate.int_array("registers_per_thread", registers_per_thread, low=0)
+    smem = _validate.int_array("shared_mem_per_block", shared_mem_per_block, low=0)
     return _compute(spec, threads, regs, smem, pct, opt_in)["blocks"]
-
-
-def _int_array(name: str, value, low: int, high: int | None) -> np.ndarray:
-    a = np.asarray(value)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integers, got dtype {a.dtype} ({value!r:.60})")
-    a = a.astype(np.int64)
-    if a.size and a.min() < low:
-        raise ValueError(f"{name} must be >= {low}, got {a.min()}")
-    if a.size and high is not None and a.max() > high:
-        raise ValueError(f"{name} must be <= {high}, got {a.max()} (allowed: {low} to {high})")
-    return a
 
 
 # -- curves like NVIDIA's occupancy calculator -------------------------------------------------
@@ -477,7 +463,7 @@ class Curve:
         best = int(np.argmax(self.occupancy))
         return (f"Curve(occupancy vs {self.parameter} on CC {self.cc}, {fixed}: "
                 f"{len(self.x)} points from {self.x[0]:,} to {self.x[-1]:,}; "
-                f"highest {self.occupancy[best]:.1%} at {self.x[best]:,})")
+                f"highest {percent(self.occupancy[best])} at {self.x[best]:,})")
 
 
 def _curve(parameter, x, spec, threads, regs, smem, pct, opt_in, fixed) -> Curve:

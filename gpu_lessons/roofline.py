@@ -5,7 +5,7 @@ doing ``F`` FLOPs and moving ``B`` bytes has intensity ``I = F / B`` (FLOP/byte)
 
 * attainable performance ``P = min(π, β · I)`` (FLOP/s),
 * ridge point ``I_max = π / β``: below it the kernel is memory-bound, at or above it
-  compute-bound (the seed's rule, "I ≥ I_max → compute bound"),
+  compute-bound (the usual rule, "I ≥ I_max → compute bound"),
 * time ``t = max(F / π, B / β)`` — the same statement in seconds, since ``F / t = P``.
 
 Source: S. Williams, A. Waterman, D. Patterson, "Roofline: an insightful visual performance
@@ -33,7 +33,8 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hw
-from ._format import html_table
+from ._format import bandwidth as _bandwidth
+from ._format import duration, flop_rate, html_table
 from ._format import percent as _percent
 from ._format import ratio as _ratio
 
@@ -53,7 +54,8 @@ COMPUTE_LABELS = {
 #: (L2 bytes per clock × boost clock, where the catalog has both).
 MEMORIES = ("dram", "l2")
 
-BOUNDS = ("memory-bound", "compute-bound")
+#: How a roof's value reads: FLOP/s for a compute roof, bytes/s for a memory roof.
+_RATE = {"compute": flop_rate, "memory": _bandwidth}
 
 
 # -- roofs from the catalog ------------------------------------------------------------------------
@@ -69,7 +71,7 @@ class Roof:
     source: str = field(default="", repr=False, compare=False)
 
     def __repr__(self) -> str:
-        return f"Roof({self.label!r}, {_rate(self.value, self.kind)})"
+        return f"Roof({self.label!r}, {_RATE[self.kind](self.value)})"
 
 
 def compute_roofs(gpu) -> tuple[Roof, ...]:
@@ -164,7 +166,7 @@ class Bound:
         side = "below" if self.bound == "memory-bound" else "above"
         return (f"Bound({self.bound}: I = {_ratio(self.intensity)} FLOP/byte is "
                 f"{_ratio(self.margin)}× {side} the ridge {_ratio(self.ridge_point)} FLOP/byte; "
-                f"attainable {_rate(self.attainable, 'compute')} = "
+                f"attainable {flop_rate(self.attainable)} = "
                 f"{_percent(self.fraction_of_peak)} of peak)")
 
 
@@ -198,9 +200,9 @@ class KernelTime:
         return self.bound.fraction_of_peak
 
     def __repr__(self) -> str:
-        return (f"KernelTime({self.name!r}: {_time(self.seconds)}, {self.bound.bound} "
-                f"(memory {_time(self.memory_seconds)}, compute {_time(self.compute_seconds)}); "
-                f"{_rate(self.flops_per_s, 'compute')} = {_percent(self.fraction_of_peak)} "
+        return (f"KernelTime({self.name!r}: {duration(self.seconds)}, {self.bound.bound} "
+                f"(memory {duration(self.memory_seconds)}, compute {duration(self.compute_seconds)}); "
+                f"{flop_rate(self.flops_per_s)} = {_percent(self.fraction_of_peak)} "
                 f"of peak)")
 
 
@@ -242,9 +244,9 @@ class Achieved:
         return self.predicted_seconds / self.seconds
 
     def __repr__(self) -> str:
-        return (f"Achieved({self.name!r}: {_time(self.seconds)}, "
-                f"{_rate(self.flops_per_s, 'compute')} ({_percent(self.fraction_of_peak)} of "
-                f"peak), {_rate(self.bytes_per_s, 'memory')} "
+        return (f"Achieved({self.name!r}: {duration(self.seconds)}, "
+                f"{flop_rate(self.flops_per_s)} ({_percent(self.fraction_of_peak)} of "
+                f"peak), {_bandwidth(self.bytes_per_s)} "
                 f"({_percent(self.fraction_of_bandwidth)} of bandwidth), "
                 f"{_percent(self.fraction_of_roofline)} of the roofline)")
 
@@ -343,14 +345,14 @@ class Roofline:
         return xs, self.attainable(xs)
 
     def __repr__(self) -> str:
-        return (f"Roofline({self.name}: {self.compute} {_rate(self.peak_flops, 'compute')}, "
-                f"{self.memory} {_rate(self.bandwidth, 'memory')}, ridge "
+        return (f"Roofline({self.name}: {self.compute} {flop_rate(self.peak_flops)}, "
+                f"{self.memory} {_bandwidth(self.bandwidth)}, ridge "
                 f"{_ratio(self.ridge_point)} FLOP/byte)")
 
     def _repr_html_(self) -> str:
         return html_table(self.name, ("roof", "value"), [
-            (self.compute, _rate(self.peak_flops, "compute")),
-            (self.memory, _rate(self.bandwidth, "memory")),
+            (self.compute, flop_rate(self.peak_flops)),
+            (self.memory, _bandwidth(self.bandwidth)),
             ("ridge point π/β", f"{_ratio(self.ridge_point)} FLOP/byte")])
 
 
@@ -392,7 +394,7 @@ class RooflineCurves:
                          f"{self.gpu}; it has {have}")
 
     def _repr_html_(self) -> str:
-        rows = [(r.label, _rate(r.value, r.kind)) for r in self.roofs]
+        rows = [(r.label, _RATE[r.kind](r.value)) for r in self.roofs]
         rows += [(f"ridge {ln.label}", f"{_ratio(ln.ridge_point)} FLOP/byte")
                  for ln in self.lines]
         return html_table(self.gpu, ("roof", "value"), rows)
@@ -449,16 +451,7 @@ def _intensity(value):
 
 
 def _intensity_array(value) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iuf" or arr.size == 0:
-        raise TypeError(f"intensity must be a number or a non-empty array of numbers "
-                        f"(FLOP/byte), got {value!r}")
-    arr = arr.astype(float)
-    bad = np.isnan(arr) | (arr < 0)
-    if bad.any():
-        raise ValueError(f"intensity must be >= 0 FLOP/byte everywhere, got "
-                         f"{arr[bad].flat[0]!r} at index {int(np.flatnonzero(bad)[0])}")
-    return arr
+    return _validate.real_array("intensity (FLOP/byte)", value, low=0.0, nonempty=True)
 
 
 def _work(flops, nbytes) -> tuple[float, float]:
@@ -467,22 +460,3 @@ def _work(flops, nbytes) -> tuple[float, float]:
     if f == 0 and b == 0:
         raise ValueError("flops and bytes are both 0: there is no kernel to time")
     return f, b
-
-
-def _rate(value: float, kind: str) -> str:
-    """``989.4 TFLOP/s``, ``3,350 GB/s``."""
-    if kind == "memory":
-        return f"{value / 1e9:,.0f} GB/s" if value >= 1e9 else f"{value / 1e6:.4g} MB/s"
-    if value >= 1e12:
-        return f"{value / 1e12:,.1f} TFLOP/s"
-    for scale, prefix in ((1e9, "G"), (1e6, "M")):
-        if value >= scale:
-            return f"{value / scale:.4g} {prefix}FLOP/s"
-    return f"{value:.4g} FLOP/s"
-
-
-def _time(seconds: float) -> str:
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"

@@ -52,7 +52,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes, html_table
+from ._format import bandwidth as _bandwidth
+from ._format import binary_bytes, html_table, percent
 from .hardware import measured
 
 MODES = ("async", "sync", "graph")
@@ -216,7 +217,7 @@ class LaunchRun:
     def __repr__(self) -> str:
         return (f"LaunchRun({self.mode}: {self.n_kernels} kernels × {self.kernel_us:g} µs, launch "
                 f"{self.launch_us:g} µs → step {self.step_us:,.1f} µs, "
-                f"{self.per_kernel_us:.2f} µs/kernel, GPU busy {self.utilisation:.1%})")
+                f"{self.per_kernel_us:.2f} µs/kernel, GPU busy {percent(self.utilisation)})")
 
 
 def kernel_sequence(n_kernels: int, kernel_us: float, *, mode: str = "async",
@@ -282,7 +283,7 @@ class LaunchComparison:
     def _rows(self):
         for r in self.runs:
             yield (r.mode, f"{r.step_us:,.1f} µs", f"{r.per_kernel_us:.2f} µs",
-                   f"{r.utilisation:.1%}")
+                   percent(r.utilisation))
 
     _HEAD = ("mode", "step", "per kernel", "GPU busy")
 
@@ -338,7 +339,7 @@ class BatchSweep:
     def __repr__(self) -> str:
         return (f"BatchSweep({self.mode}, {self.n_kernels} kernels of {self.fixed_us:g} + "
                 f"{self.per_item_us:g}·batch µs; batch {self.batch[0]}..{self.batch[-1]}: GPU "
-                f"busy {self.utilisation[0]:.1%} → {self.utilisation[-1]:.1%}; kernel = launch "
+                f"busy {percent(self.utilisation[0])} → {percent(self.utilisation[-1])}; kernel = launch "
                 f"at batch {self.knee_batch:.1f})")
 
 
@@ -387,7 +388,6 @@ HOST_COPY_BANDWIDTH: dict[tuple[str, str], tuple[float, str]] = {
 #: one driver call plus a completion wait, like a launch followed by a sync (about 11 µs on the
 #: H200, see LAUNCH_FIGURES).  Pass ``latency_us=`` with your own small-copy timing.
 COPY_LATENCY_US = 10.0
-COPY_LATENCY_SOURCE = "estimate: one driver call + completion wait ≈ launch + sync on an H200"
 
 
 @dataclass(frozen=True, repr=False)
@@ -414,8 +414,8 @@ class CopyTime:
     def __repr__(self) -> str:
         arrow = "host→device" if self.direction == "h2d" else "device→host"
         return (f"CopyTime({binary_bytes(self.nbytes)} {self.memory} {arrow}: "
-                f"{self.time_us:,.1f} µs at {self.bandwidth / 1e9:g} GB/s + "
-                f"{self.latency_us:g} µs latency → {self.effective_bandwidth / 1e9:.2f} GB/s effective)")
+                f"{self.time_us:,.1f} µs at {_bandwidth(self.bandwidth)} + "
+                f"{self.latency_us:g} µs latency → {_bandwidth(self.effective_bandwidth)} effective)")
 
 
 def copy_time(nbytes: int, *, memory: str = "pinned", direction: str = "h2d",
@@ -600,10 +600,10 @@ class StepRun:
 
     def __repr__(self) -> str:
         return (f"StepRun({self.n_layers} layers, {self.gpus} GPUs at "
-                f"{self.link_bandwidth / 1e9:g} GB/s, overlap {'on' if self.overlap else 'off'}: "
+                f"{_bandwidth(self.link_bandwidth)}, overlap {'on' if self.overlap else 'off'}: "
                 f"step {self.step_ms:,.3f} ms = compute {self.compute_ms:,.3f} + SM sharing "
                 f"{self.slowdown_ms:,.3f} + exposed comm {self.exposed_comm_ms:,.3f} ms; comm "
-                f"{self.comm_ms:,.3f} ms, {self.hidden_fraction:.0%} hidden)")
+                f"{self.comm_ms:,.3f} ms, {percent(self.hidden_fraction)} hidden)")
 
     def _repr_html_(self) -> str:
         cap = (f"Training step: {self.n_layers} layers, {self.gpus} GPUs, overlap "
@@ -612,21 +612,12 @@ class StepRun:
 
 
 def _times(name, value, n):
-    try:
-        a = np.asarray(value)
-    except ValueError:          # ragged nesting
-        a = np.asarray([], dtype=object)
-    if a.dtype == bool or a.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
-    a = a.astype(float)
-    if a.ndim > 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    """A per-layer quantity: one number for every layer, or one per layer (``n`` of them)."""
+    a = _validate.real_array(name, value, low=0.0, max_ndim=1)
     if a.ndim == 1 and a.size == 0:
         raise ValueError(f"{name} is empty: there must be at least one layer")
     if a.ndim == 1 and n is not None and a.size != n:
         raise ValueError(f"{name} has {a.size} entries but there are {n} layers")
-    if not np.all(np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return a
 
 

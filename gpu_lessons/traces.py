@@ -14,7 +14,7 @@ Matrices are stored row-major (C order) at a base address; a second array starts
 multiple of the cache's set span therefore map row for row onto the same sets: that is the
 real conflict-miss pathology of power-of-two matrices, not an artefact.
 
-:func:`hit_rate_vs_line_size` answers the seed's "why 128-byte lines?" with numbers: hit rate,
+:func:`hit_rate_vs_line_size` answers "why 128-byte lines?" with numbers: hit rate,
 the classic three kinds of miss, and the bytes each line size moves.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table
-from .cache import Cache, _fmt_bytes, reuse_distances
+from ._format import binary_bytes, html_table, percent
+from .cache import Cache, reuse_distances
 
 #: Largest trace a generator builds; lesson-sized traces are 10^4 to 10^6 accesses.
 MAX_ACCESSES = 20_000_000
@@ -83,7 +83,7 @@ class Trace:
 
     def __repr__(self) -> str:
         return (f"Trace({self.name!r}: {len(self):,} accesses ({self.stores:,} stores) of "
-                f"{self.access_bytes} B, footprint {_fmt_bytes(self.footprint_bytes)})")
+                f"{self.access_bytes} B, footprint {binary_bytes(self.footprint_bytes)})")
 
 
 # -- generators ---------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def matrix_traversal(rows, cols, element_bytes=4, order="row", *, base=0) -> Tra
     jumps ``cols x element_bytes`` bytes between accesses, so each new line is used for one
     element before the walk comes back ``rows`` accesses later.
     """
-    rows, cols = _dims(rows=rows, cols=cols)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols)
     e, base = _elem(element_bytes), _base(base)
     order = _validate.choice("order", order, ("row", "column"))
     _check_size(rows * cols)
@@ -124,7 +124,7 @@ def random_access(count, footprint_bytes, element_bytes=4, *, seed=0, base=0) ->
     seed = _validate.integer("seed", seed, low=0)
     base = _base(base)
     idx = np.random.default_rng(seed).integers(0, footprint // e, size=count, dtype=np.int64)
-    return _loads(f"random loads of {e} B over {_fmt_bytes(footprint)}", base + idx * e, e)
+    return _loads(f"random loads of {e} B over {binary_bytes(footprint)}", base + idx * e, e)
 
 
 def field_access(n, n_fields=4, fields=(0,), layout="aos", field_bytes=4, *, base=0) -> Trace:
@@ -160,7 +160,7 @@ def transpose(rows, cols=None, element_bytes=4, tile=None, *, src_base=0,
     one element per line per visit.  Tiled: the same loop over ``tile x tile`` blocks, so the
     lines of a block of B are reused while they are still cached.  Edge tiles are clipped.
     """
-    rows, cols = _dims(rows=rows, cols=cols if cols is not None else rows)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols if cols is not None else rows)
     e = _elem(element_bytes)
     src_base = _base(src_base, "src_base")
     dst_base = _after(src_base, rows * cols * e) if dst_base is None else _base(dst_base,
@@ -205,7 +205,7 @@ def stencil_2d(rows, cols, radius=1, element_bytes=4, *, src_base=0, dst_base=No
     The rows above and below are ``cols x element_bytes`` bytes away: whether they are still
     cached decides the hit rate.
     """
-    rows, cols = _dims(rows=rows, cols=cols)
+    rows, cols = _validate.dimensions(rows=rows, cols=cols)
     r = _validate.integer("radius", radius, low=0)
     if rows <= 2 * r or cols <= 2 * r:
         raise ValueError(f"rows and cols must be > 2 x radius = {2 * r}, got {rows}×{cols}")
@@ -330,9 +330,9 @@ class LineSizeSweep:
         rows = [head]
         for p, ratio in zip(self.points, self.traffic_ratio, strict=True):
             rows.append([f"{p.line_bytes} B", f"{p.sets} × {p.ways}",
-                         f"{100 * p.hit_rate:.1f} %", f"{p.misses:,}", f"{p.compulsory:,}",
-                         f"{p.capacity:,}", f"{p.conflict:,}", _fmt_bytes(p.bytes_from_next),
-                         f"{ratio:.2f}", _fmt_bytes(p.bytes_to_next)])
+                         f"{percent(p.hit_rate)}", f"{p.misses:,}", f"{p.compulsory:,}",
+                         f"{p.capacity:,}", f"{p.conflict:,}", binary_bytes(p.bytes_from_next),
+                         f"{ratio:.2f}", binary_bytes(p.bytes_to_next)])
         return rows
 
     def __repr__(self) -> str:
@@ -340,13 +340,13 @@ class LineSizeSweep:
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         text = "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True))
                          for r in rows)
-        return (f"LineSizeSweep({self.trace_name}; {_fmt_bytes(self.size_bytes)} cache, "
-                f"footprint {_fmt_bytes(self.footprint_bytes)})\n{text}")
+        return (f"LineSizeSweep({self.trace_name}; {binary_bytes(self.size_bytes)} cache, "
+                f"footprint {binary_bytes(self.footprint_bytes)})\n{text}")
 
     def _repr_html_(self) -> str:
         rows = self._table()
-        caption = (f"{self.trace_name}: {_fmt_bytes(self.size_bytes)} cache, footprint "
-                   f"{_fmt_bytes(self.footprint_bytes)}")
+        caption = (f"{self.trace_name}: {binary_bytes(self.size_bytes)} cache, footprint "
+                   f"{binary_bytes(self.footprint_bytes)}")
         return html_table(caption, rows[0], rows[1:])
 
 
@@ -394,10 +394,6 @@ def hit_rate_vs_line_size(trace, size_bytes, ways, line_sizes=(16, 32, 64, 128, 
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _dims(**kw):
-    return tuple(_validate.integer(k, v, low=1) for k, v in kw.items())
-
-
 def _elem(value, name="element_bytes") -> int:
     return _validate.integer(name, value, low=1, high=4096)
 

@@ -1,7 +1,10 @@
 """Tests for the allocator simulator: caching (first/best fit) against PagedAttention pages.
 
-References: hand-traced allocations (each derivation in the comments), PyTorch's published
-allocator constants (512 B rounding, 2 MiB segments), the KV-cache size per token of Kwon et al.
+References: hand-traced allocations (each derivation in the comments), the rules of PyTorch's
+CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding; requests up to
+1 MiB in a small pool of 2 MiB segments; a 1-10 MiB request reserves 20 MiB, a larger one
+itself rounded to 2 MiB; a large-pool block is split only if more than 1 MiB remains), the
+KV-cache size per token of Kwon et al.
 2023 ("800 KB" for OPT-13B), the ceil(n/B) page count of PagedAttention, and queueing theory
 (Poisson arrivals see time averages) for the serving trace.  Property tests check invariants
 on random traces.
@@ -11,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ from gpu_lessons import allocator as A
 from gpu_lessons.allocator import alloc, free
 
 MiB = 2**20
-EXACT = dict(round_bytes=1, segment_bytes=100, min_split_bytes=1, capacity=100)
+EXACT = dict(pools="one", round_bytes=1, segment_bytes=100, min_split_bytes=1, capacity=100)
 
 
 # -- first fit against best fit ----------------------------------------------------------------------
@@ -63,31 +65,95 @@ def test_best_fit_fails_where_first_fit_fits():
 # -- the caching allocator by hand -------------------------------------------------------------------
 
 def test_rounding_segments_and_waste():
-    # PyTorch rounds to 512 B and grows in 2 MiB steps.  1000 B → a 1024 B block in a new 2 MiB
-    # segment: used 1000, allocated 1024 (24 B waste), reserved 2 MiB.
+    # Every request is rounded to 512 B.  1000 B → a 1024 B block; 1000 ≤ 1 MiB, so it comes
+    # from the small pool, whose segments are 2 MiB: used 1000, allocated 1024, reserved 2 MiB.
     r = A.caching([alloc(1, 1000)], snapshots=[0])
     assert (r.used[0], r.allocated[0], r.reserved[0]) == (1000, 1024, 2 * MiB)
     assert r.maps[0] == (A.MapEntry(0, 1000, "used", 1), A.MapEntry(1000, 24, "waste", 1),
                          A.MapEntry(1024, 2 * MiB - 1024, "free", None))
-    # 3 MiB does not fit in what is left: a new segment of roundup(3 MiB, 2 MiB) = 4 MiB at 2 MiB.
+    # 3 MiB is a large request under 10 MiB: the large pool reserves a 20 MiB segment (at 2 MiB,
+    # after the small one) and splits off the 17 MiB it does not need.
     r = A.caching([alloc(1, 1000), alloc(2, 3 * MiB)])
-    assert r.reserved[-1] == 6 * MiB
+    assert r.reserved[-1] == 22 * MiB
+    assert r.final_segments == ((0, 2 * MiB), (2 * MiB, 20 * MiB))
+    # free: 2 MiB − 1024 in the small segment, 17 MiB in the large one
+    assert r.fragmentation[-1] == pytest.approx(1 - 17 * MiB / (19 * MiB - 1024))
+    # One pool that grows in 2 MiB steps: 3 MiB takes a segment of roundup(3, 2) = 4 MiB.
+    r = A.caching([alloc(1, 1000), alloc(2, 3 * MiB)], pools="one")
     assert r.final_segments == ((0, 2 * MiB), (2 * MiB, 4 * MiB))
-    # free: (2 MiB − 1024) and 1 MiB in two segments; the largest is 2 MiB − 1024
     assert r.fragmentation[-1] == pytest.approx(1 - (2 * MiB - 1024) / (3 * MiB - 1024))
 
 
-def test_no_split_below_threshold_is_internal_waste():
-    # 1.5 MiB in a 2 MiB segment leaves 0.5 MiB; with PyTorch's large-pool rule (split only if
-    # more than 1 MiB remains) the whole 2 MiB block is handed out: 0.5 MiB internal waste.
-    r = A.caching([alloc(1, 3 * MiB // 2)], min_split_bytes=MiB + 1)
+def test_small_requests_share_a_two_mib_segment():
+    # 100 KiB, 600 KiB and exactly 1 MiB are all small (≤ 1 MiB): they are cut one after another
+    # from one 2 MiB segment (102,400 + 614,400 + 1,048,576 = 1,765,376 ≤ 2,097,152 B).
+    kib = 1024
+    r = A.caching([alloc("a", 100 * kib), alloc("b", 600 * kib), alloc("c", MiB)])
+    assert r.final_segments == ((0, 2 * MiB),)
+    assert [(e.start, e.owner) for e in r.final_map if e.state == "used"] == [
+        (0, "a"), (100 * kib, "b"), (700 * kib, "c")]
+    assert r.free_cached[-1] == 2 * MiB - 1724 * kib
+    # 1 MiB + 1 B rounds to 1 MiB + 512 B: a large request, so a 20 MiB segment of its own
+    r = A.caching([alloc("a", 100 * kib), alloc("d", MiB + 1)])
+    assert r.final_segments == ((0, 2 * MiB), (2 * MiB, 20 * MiB))
+
+
+def test_large_requests_share_a_twenty_mib_segment():
+    # 3 and 5 MiB (each 1-10 MiB) and then 12 MiB: the first reserves 20 MiB, the next two fit in
+    # what it leaves (17, then 12 MiB: an exact fit).  10 MiB is the first size that reserves
+    # itself, rounded up to 2 MiB: a second segment of 10 MiB.
+    trace = [alloc("x", 3 * MiB), alloc("y", 5 * MiB), alloc("z", 12 * MiB), alloc("w", 10 * MiB)]
+    r = A.caching(trace)
+    assert r.final_segments == ((0, 20 * MiB), (20 * MiB, 10 * MiB))
+    assert r.reserved.tolist() == [20 * MiB, 20 * MiB, 20 * MiB, 30 * MiB]
+    assert r.free_cached[-1] == 0
+    # 11 MiB + 1 B → 11 MiB + 512 B, a segment of roundup(·, 2 MiB) = 12 MiB
+    assert A.caching([alloc("v", 11 * MiB + 1)]).final_segments == ((0, 12 * MiB),)
+
+
+def test_large_pool_keeps_remainders_of_one_mib_or_less():
+    # 19 MiB reserves 20 MiB; the 1 MiB left is not more than 1 MiB, so it is not split off:
+    # the whole 20 MiB block is handed out, 1 MiB of internal waste.  18.5 MiB leaves 1.5 MiB,
+    # which is split off and stays free.
+    r = A.caching([alloc(1, 19 * MiB)])
+    assert (r.allocated[0], r.waste[0], r.free_cached[0]) == (20 * MiB, MiB, 0)
+    r = A.caching([alloc(1, 37 * MiB // 2)])
+    assert (r.allocated[0], r.waste[0], r.free_cached[0]) == (37 * MiB // 2, 0, 3 * MiB // 2)
+    # In the small pool any remainder of 512 B or more is split: 1 MiB leaves 1 MiB free.
+    r = A.caching([alloc(1, MiB)])
+    assert (r.allocated[0], r.free_cached[0]) == (MiB, MiB)
+    # With one pool the threshold is min_split_bytes.
+    r = A.caching([alloc(1, 3 * MiB // 2)], pools="one", min_split_bytes=MiB + 1)
     assert r.allocated[0] == 2 * MiB and r.waste[0] == MiB // 2
-    r = A.caching([alloc(1, 3 * MiB // 2)])
+    r = A.caching([alloc(1, 3 * MiB // 2)], pools="one")
     assert r.allocated[0] == 3 * MiB // 2 and r.free_cached[0] == MiB // 2
 
 
+def test_small_and_large_pools_never_share_blocks():
+    # 12 MiB is freed and stays cached; a 512 KiB request is small and may not take a piece
+    # of the large pool's free 12 MiB block: a 2 MiB small-pool segment is reserved beside it.
+    trace = [alloc("big", 12 * MiB), free("big"), alloc("s", 512 * 1024)]
+    r = A.caching(trace)
+    assert r.reserved[-1] == 14 * MiB
+    assert r.final_segments == ((0, 12 * MiB), (12 * MiB, 2 * MiB))
+    # one pool: the small request is cut from the cached 12 MiB block, nothing new is reserved
+    assert A.caching(trace, pools="one").reserved[-1] == 12 * MiB
+
+
+def test_oom_releases_free_segments_of_both_pools():
+    # capacity 20 MiB: a small request reserves 2 MiB and is freed; 19 MiB needs a 20 MiB segment,
+    # which does not fit beside the cached 2 MiB until the free small segment is released.
+    trace = [alloc("s", 4096), free("s"), alloc("L", 19 * MiB)]
+    r = A.caching(trace, capacity=20 * MiB)
+    assert r.failed == () and r.final_segments == ((0, 20 * MiB),)
+    assert r.reserved.tolist() == [2 * MiB, 2 * MiB, 20 * MiB]
+    r = A.caching(trace, capacity=20 * MiB, release_on_oom=False)
+    assert r.failed == ("L",)
+
+
 def test_coalescing_within_a_segment_only():
-    # three blocks in one 2 MiB segment; freeing them in any order leaves one free block
+    # three 512 KiB blocks in one 2 MiB small-pool segment; freeing them in any order leaves one
+    # free block
     kb = 512 * 1024
     for order in itertools.permutations("abc"):
         trace = [alloc("a", kb), alloc("b", kb), alloc("c", kb)] + [free(x) for x in order]
@@ -95,31 +161,35 @@ def test_coalescing_within_a_segment_only():
         assert r.final_map == (A.MapEntry(0, 2 * MiB, "free", None),)
         assert r.fragmentation[-1] == 0.0
     # two segments, both free again: they stay two blocks (separate device allocations), so the
-    # largest free block is half of the free memory
-    r = A.caching([alloc("a", 2 * MiB), alloc("b", 2 * MiB), free("a"), free("b")])
+    # largest free block is half of the free memory (one pool: each 2 MiB request reserves a
+    # 2 MiB segment of its own)
+    r = A.caching([alloc("a", 2 * MiB), alloc("b", 2 * MiB), free("a"), free("b")], pools="one")
     assert [(e.start, e.size, e.state) for e in r.final_map] == [
         (0, 2 * MiB, "free"), (2 * MiB, 2 * MiB, "free")]
     assert r.fragmentation[-1] == pytest.approx(0.5)
+    # PyTorch's rules put both in one 20 MiB segment, which is whole again once both are freed
+    r = A.caching([alloc("a", 2 * MiB), alloc("b", 2 * MiB), free("a"), free("b")])
+    assert r.final_map == (A.MapEntry(0, 20 * MiB, "free", None),)
 
 
 def test_releasing_free_segments_on_oom():
-    # capacity 4 MiB: A and B take a 2 MiB segment each and are freed; 4 MiB is cached but in two
-    # pieces, so C (3 MiB) fits in neither.  A new 4 MiB segment exceeds the capacity; releasing
-    # both free segments (empty_cache) makes room.  Without the release: out of memory.
+    # one pool, capacity 4 MiB: A and B take a 2 MiB segment each and are freed; 4 MiB is cached
+    # but in two pieces, so C (3 MiB) fits in neither.  A new 4 MiB segment exceeds the capacity;
+    # releasing both free segments (empty_cache) makes room.  Without the release: out of memory.
     trace = [alloc("A", 2 * MiB), alloc("B", 2 * MiB), free("A"), free("B"), alloc("C", 3 * MiB)]
-    r = A.caching(trace, capacity=4 * MiB)
+    r = A.caching(trace, capacity=4 * MiB, pools="one")
     assert r.failed == () and r.final_segments == ((0, 4 * MiB),)
-    r = A.caching(trace, capacity=4 * MiB, release_on_oom=False)
+    r = A.caching(trace, capacity=4 * MiB, pools="one", release_on_oom=False)
     assert r.failed == ("C",)
     assert (r.first_oom.free_total, r.first_oom.largest_free) == (4 * MiB, 2 * MiB)
 
 
 def test_released_gap_is_reused():
-    # segments [0,2) [2,4) [4,6) MiB; the middle one is released at C's OOM, and C (2 MiB) goes
-    # into that gap (lowest gap that fits) rather than at the end.
+    # one pool: segments [0,2) [2,4) [4,6) MiB; the middle one is released at C's OOM, and C
+    # (2 MiB) goes into that gap (lowest gap that fits) rather than at the end.
     trace = [alloc("A", 2 * MiB), alloc("B", 2 * MiB), alloc("D", 2 * MiB), free("B"),
              alloc("C", 2 * MiB)]
-    r = A.caching(trace, capacity=6 * MiB)
+    r = A.caching(trace, capacity=6 * MiB, pools="one")
     assert r.final_segments == ((0, 2 * MiB), (2 * MiB, 2 * MiB), (4 * MiB, 2 * MiB))
     assert [e.owner for e in r.final_map] == ["A", "C", "D"]
 
@@ -148,7 +218,8 @@ def test_pages_need_no_contiguity():
     p = A.paged(trace, page_bytes=16, capacity=64)
     assert p.failed == ()
     assert [(e.start, e.owner) for e in p.final_map] == [(0, "e"), (16, 1), (32, "e"), (48, 3)]
-    c = A.caching(trace, round_bytes=1, segment_bytes=64, min_split_bytes=1, capacity=64)
+    c = A.caching(trace, pools="one", round_bytes=1, segment_bytes=64, min_split_bytes=1,
+                  capacity=64)
     assert c.failed == ("e",) and c.first_oom.free_total == 32 and c.first_oom.largest_free == 16
 
 
@@ -315,7 +386,7 @@ def test_training_trace_by_hand():
     # first backward gradient: weights 8 + Adam states 16 + activations 20 + workspace 2 +
     # gradient 4 = 50.  Step 0 has no Adam states yet: 34.
     t = A.training_trace(2, n_layers=2, weight_bytes=4, activation_bytes=10, workspace_bytes=2)
-    r = A.caching(t, round_bytes=1, segment_bytes=1)
+    r = A.caching(t, pools="one", round_bytes=1, segment_bytes=1)
     steps = len(t) - 2                   # two weight allocations first
     half = 2 + steps // 2
     assert r.used[:half].max() == 34 and r.used[half:].max() == 50
@@ -353,7 +424,9 @@ def test_fixed_shapes_stop_growing_after_the_second_step():
     (lambda: A.caching([("alloc", 1.5, 10)]), TypeError, "id"),
     (lambda: A.caching([alloc(1, 5)], policy="worst_fit"), ValueError, "policy"),
     (lambda: A.caching([alloc(1, 5)], capacity=0), ValueError, "capacity"),
-    (lambda: A.caching([alloc(1, 5)], round_bytes=512, segment_bytes=1000), ValueError,
+    (lambda: A.caching([alloc(1, 5)], segment_bytes=4096), ValueError, "pools='one'"),
+    (lambda: A.caching([alloc(1, 5)], pools="buddy"), ValueError, "pools"),
+    (lambda: A.caching([alloc(1, 5)], pools="one", round_bytes=512, segment_bytes=1000), ValueError,
      "segment_bytes"),
     (lambda: A.caching([alloc(1, 5)], snapshots=[3]), ValueError, "snapshots"),
     (lambda: A.caching([alloc(1, 5)], release_on_oom="no"), TypeError, "release_on_oom"),
@@ -389,16 +462,3 @@ def test_snapshots_and_reprs():
         assert "MiB" in repr(c["best_fit"].first_oom)
 
 
-def test_lesson_sized_runs_are_fast():
-    serve = A.serving_trace(200, seed=0)
-    train = A.training_trace(3)
-
-    def once():
-        t0 = time.perf_counter()
-        A.compare(serve, page_bytes=A.BLOCK_TOKENS * A.KV_BYTES_OPT_13B, capacity=16 * 2**30,
-                  snapshots=range(0, len(serve), 40))
-        A.caching(train, snapshots=range(0, len(train), 20))
-        return time.perf_counter() - t0
-
-    # Best of 3: one run on a shared 2-core machine can stall on another process.
-    assert min(once() for _ in range(3)) < 0.1

@@ -15,12 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -46,12 +41,6 @@ def _need_browser():
     return pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _explorer_notebook(path: Path) -> None:
     cells = [nbformat.v4.new_code_cell("import gpu_lessons\n_ = gpu_lessons.setup(report=False)")]
     for name, target in EXPLORERS.items():
@@ -64,7 +53,7 @@ def _explorer_notebook(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, jupyterlab):
     work = tmp_path_factory.mktemp("lab")
     _explorer_notebook(work / "explorers.ipynb")
     # No "get notified about Jupyter news?" toast over the plots, and no update checks.
@@ -72,34 +61,14 @@ def lab(tmp_path_factory):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}')
-    port = _free_port()
-    log = open(work / "lab.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={work}", "--LabApp.expose_app_in_browser=True",
-         f"--LabApp.user_settings_dir={work / '.settings'}",
-         f"--LabApp.workspaces_dir={work / '.workspaces'}",  # restore no tabs of other sessions
-         "--allow-root"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env=dict(os.environ, BOKEH_RESOURCES="inline"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/lab", timeout=5):
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        pytest.fail("JupyterLab did not start:\n" + (work / "lab.log").read_text()[-3000:])
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
+            f"--ServerApp.root_dir={work}", "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={work / '.settings'}",
+            f"--LabApp.workspaces_dir={work / '.workspaces'}",  # restore no tabs of other sessions
+            "--allow-root"]
+    with jupyterlab(argv, work / "lab.log", wait_s=120,
+                    env=dict(os.environ, BOKEH_RESOURCES="inline")) as url:
+        yield url
 
 
 def test_every_explorer_renders_and_responds(lab):

@@ -27,7 +27,7 @@ from gpu_lessons.costs import (
     attention_prefill,
     axpy,
     conv2d,
-    conv2d_seed,
+    conv2d_macs_no_input,
     conv_output_size,
     dtype_bytes,
     elementwise,
@@ -265,11 +265,11 @@ def test_torch_reference_file_says_where_it_came_from():
     assert len(TORCH["conv2d"]) >= 10
 
 
-def test_conv2d_seed_hand_case():
+def test_conv2d_macs_no_input_hand_case():
     # X=5, K=3, no padding, stride 1 → M = (5 − 3 + 0)/1 + 1 = 3; Cin = 2, Cout = 4
     # seed "FLOPs" = M²·K²·Cin·Cout = 9·9·2·4 = 648 (really multiply-adds)
     # seed bytes = (K²·Cin·Cout + M²·Cout)·4 = (72 + 36)·4 = 432
-    k = conv2d_seed(5, 3, 2, 4)
+    k = conv2d_macs_no_input(5, 3, 2, 4)
     assert (k.flops, k.bytes) == (648, 432)
     assert "multiply-adds" in k.name
 
@@ -302,7 +302,7 @@ def test_multiply_add_part_is_labelled_in_flops():
 def test_resnet50_conv1_macs():
     # ResNet-50 conv1: 224×224×3 → 112×112×64 with 7×7 stride 2 padding 3:
     # 112²·49·3·64 = 118,013,952 multiply-adds (the widely quoted ≈118 M MACs)
-    assert conv2d_seed(224, 7, 3, 64, padding=3, stride=2).flops == 118_013_952
+    assert conv2d_macs_no_input(224, 7, 3, 64, padding=3, stride=2).flops == 118_013_952
 
 
 def test_output_size_floors_like_pytorch():
@@ -318,7 +318,7 @@ def test_output_size_floors_like_pytorch():
 def test_seed_counts_half_the_flops_and_omits_the_input(x, k, c_in, c_out, padding, stride):
     if x + 2 * padding < k:
         return
-    seed = conv2d_seed(x, k, c_in, c_out, padding=padding, stride=stride)
+    seed = conv2d_macs_no_input(x, k, c_in, c_out, padding=padding, stride=stride)
     fixed = conv2d(x, k, c_in, c_out, padding=padding, stride=stride)
     assert fixed.flops == 2 * seed.flops  # E7: FLOPs = 2 × multiply-adds
     assert fixed.bytes - seed.bytes == 4 * x * x * c_in  # E7: the input map X²·Cin in fp32
@@ -334,7 +334,7 @@ def test_seed_counts_half_the_flops_and_omits_the_input(x, k, c_in, c_out, paddi
     (lambda: conv2d(8, (3, 0), 2, 2), r"k\[1\]"),
     (lambda: conv2d(8, 3, 0, 2), "c_in"),
     (lambda: conv2d(8, 3, 2, 2, dtype="float16"), "dtype"),
-    (lambda: conv2d_seed(8, 3, 2, 2.5), "c_out"),
+    (lambda: conv2d_macs_no_input(8, 3, 2, 2.5), "c_out"),
 ])
 def test_conv_bad_input(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
@@ -418,7 +418,7 @@ def test_attention_bad_input(call, name):
 
 def test_every_model_has_notes_and_a_name():
     for k in (axpy(8), reduction(8), gemm(2, 2, 2), gemm_naive(2, 2, 2),
-              gemm_tiled(2, 2, 2, tile=2), conv2d(4, 3, 1, 1), conv2d_seed(4, 3, 1, 1),
+              gemm_tiled(2, 2, 2, tile=2), conv2d(4, 3, 1, 1), conv2d_macs_no_input(4, 3, 1, 1),
               attention_prefill(4, n_heads=1, head_dim=4),
               attention_decode(4, n_heads=1, head_dim=4)):
         assert k.name and k.notes

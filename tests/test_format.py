@@ -14,7 +14,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpu_lessons._format import binary_bytes, duration, html_table, percent, ratio, si
+from gpu_lessons._format import (
+    bandwidth,
+    binary_bytes,
+    duration,
+    flop_rate,
+    html_table,
+    memory_size,
+    percent,
+    ratio,
+    si,
+)
 
 
 @pytest.mark.parametrize(("value", "unit", "digits", "text"), [
@@ -28,6 +38,9 @@ from gpu_lessons._format import binary_bytes, duration, html_table, percent, rat
     (1000, "B", 3, "1 kB"),
     (0, "FLOP", 3, "0 FLOP"),
     (-3.35e12, "B/s", 3, "-3.35 TB/s"),
+    (1.98e15, "FLOP/s", 3, "1.98 PFLOP/s"),
+    (2.5e21, "FLOP", 3, "2.5 ZFLOP"),
+    (-2e9, "B", 3, "-2 GB"),
 ])
 def test_si_by_hand(value, unit, digits, text):
     assert si(value, unit, digits) == text
@@ -71,6 +84,29 @@ def test_binary_bytes_by_hand(nbytes, spec, text):
 ])
 def test_duration_by_hand(seconds, text):
     assert duration(seconds) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (989.4e12, "989.4 TFLOP/s"), (1978.9e12, "1,978.9 TFLOP/s"), (66.9e12, "66.9 TFLOP/s"),
+    (312.5e9, "312.5 GFLOP/s"), (1e12, "1.0 TFLOP/s"),
+])
+def test_flop_rate_by_hand(value, text):
+    assert flop_rate(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (3350e9, "3,350 GB/s"), (4.8e12, "4,800 GB/s"), (55.2e9, "55.2 GB/s"), (7.9e9, "7.9 GB/s"),
+    (0.5e9, "0.5 GB/s"),
+])
+def test_bandwidth_by_hand(value, text):
+    assert bandwidth(value) == text
+
+
+@pytest.mark.parametrize(("nbytes", "text"), [
+    (141e9, "141 GB"), (80e9, "80 GB"), (60 * 2**20, "60 MiB"), (256 * 2**10, "256 KiB"),
+])
+def test_memory_size_by_hand(nbytes, text):
+    assert memory_size(nbytes) == text
 
 
 def test_html_table_escapes_unless_told_not_to():

@@ -302,7 +302,7 @@ def test_roofline_repr_and_html_carry_units():
     (lambda: attainable([1, -2], 1e12, 1e12), ValueError, "intensity"),
     (lambda: attainable("high", 1e12, 1e12), TypeError, "intensity"),
     (lambda: attainable(True, 1e12, 1e12), TypeError, "intensity"),
-    (lambda: attainable([], 1e12, 1e12), TypeError, "intensity"),
+    (lambda: attainable([], 1e12, 1e12), ValueError, "intensity"),   # an empty list
     (lambda: Roofline(1, 1).classify([1, 2]), TypeError, "intensity"),
     (lambda: ridge_point(1e12, -3), ValueError, "bandwidth"),
     (lambda: kernel_time(0, 0, 1e12, 1e12), ValueError, "flops and bytes"),

@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 
 import pytest
+from explorers import set_controls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import memory
-from gpu_lessons.views import EXPLORERS, load
 from gpu_lessons.views._base import PALETTE
 from gpu_lessons.views.banks import (
     ELEMENT_SIZES,
@@ -60,12 +60,7 @@ def ex() -> BankExplorer:
     return bank_explorer()
 
 
-def _set(ex, **values):
-    for key in ("pattern", "element_bytes"):
-        if key in values:
-            ex.controls[key].value = values.pop(key)
-    for key, v in values.items():
-        ex.controls[key].value = v
+_set = set_controls
 
 
 def _reset(ex):
@@ -228,20 +223,6 @@ def test_model_refusal_shows_as_warning(ex):
 def test_bad_factory_arguments(kwargs, error, names):
     with pytest.raises(error, match=names):
         bank_explorer(**kwargs)
-
-
-def test_registered():
-    assert EXPLORERS["banks"].endswith(":bank_explorer")
-    assert isinstance(load("banks")(), BankExplorer)
-
-
-def test_update_is_fast():
-    ex = bank_explorer()
-    times = []
-    for _ in range(3):
-        ex.update()
-        times.append(ex.last_update_ms)
-    assert min(times) < 250  # typically 2-5 ms on a 2-core machine
 
 
 @settings(max_examples=25)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpu_lessons.views._base import Explorer, fmt, lane_ranges, slider
+from gpu_lessons.views._base import Explorer, lane_ranges, slider
 
 
 def test_lane_ranges_by_hand():
@@ -30,19 +30,6 @@ def test_lane_ranges_lists_every_lane_once(lanes):
         lo, _, hi = part.partition("–")
         back |= set(range(int(lo), int(hi or lo) + 1))
     assert back == lanes
-
-
-@pytest.mark.parametrize(("x", "unit", "text"), [
-    (4.8e12, "B/s", "4.8 TB/s"),
-    (989.4e12, "FLOP/s", "989 TFLOP/s"),
-    (1.98e15, "FLOP/s", "1.98 PFLOP/s"),
-    (3.14e19, "FLOP", "31.4 EFLOP"),       # a large model's training step
-    (2.5e21, "FLOP", "2.5 ZFLOP"),
-    (512, "B", "512 B"),
-    (-2e9, "B", "-2 GB"),
-])
-def test_fmt_by_hand(x, unit, text):
-    assert fmt(x, unit) == text
 
 
 class _Counting(Explorer):

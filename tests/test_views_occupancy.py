@@ -23,7 +23,6 @@ from gpu_lessons.occupancy import (
     occupancy_vs_registers,
     occupancy_vs_shared_mem,
 )
-from gpu_lessons.views import EXPLORERS, load
 from gpu_lessons.views.occupancy import CARVEOUTS, occupancy_explorer
 
 H200_DATA = Path(__file__).parent / "data" / "h200_occupancy.json"
@@ -59,21 +58,24 @@ def _marker(ex, parameter):
 
 # -- published and measured references ----------------------------------------------------------
 
-def test_default_is_the_seed_example_corrected():
-    assert EXPLORERS["occupancy"] == "gpu_lessons.views.occupancy:occupancy_explorer"
-    ex = load("occupancy")()
+def test_default_is_the_65536_over_64_example_corrected():
+    ex = occupancy_explorer()
     assert ex.warning.value == ""
-    # E10 (facts.md §1): 40 regs × 32 = 1280 per warp; 4 × ⌊16384 / 1280⌋ = 48 warps/SM;
+    # docs/misconceptions.md M19 (CUDA C++ Programming Guide, "Compute Capabilities"; the
+    # CC 9.0 register file is 4 sub-partitions of 16,384): 40 regs × 32 = 1280 per warp;
+    # 4 × ⌊16384 / 1280⌋ = 48 warps/SM;
     # 256-thread blocks are 8 warps -> 6 blocks, 48 of 64 warps = 75 %, registers bind.
     r = ex.result
     assert (r.blocks_per_sm, r.warps_per_sm, r.limiter) == (6, 48, "registers")
     text = ex.readout.value
-    assert "6 blocks/SM" in text and "48 of 64 warps/SM" in text and "75.0 %" in text
+    assert "6 blocks/SM" in text and "48 of 64 warps/SM" in text and "75 %" in text
     assert "limited by <b>registers</b>" in text
     # Each limit's block count: warps 64/8 = 8; shared (4096 + 1024) -> 5120 B,
     # 233472 // 5120 = 45; blocks 32.
     for name, blocks in (("warps", 8), ("registers", 6), ("shared memory", 45), ("blocks", 32)):
-        assert f"■ {name}</td><td style='text-align:right'>{blocks}</td>" in text
+        row = (f"■</span> {name}</b></td><td><b>{blocks}</b></td>" if name == "registers"
+               else f"■</span> {name}</td><td>{blocks}</td>")   # the binding limit is bold
+        assert row in text
     assert _marker(ex, "threads_per_block") == (256, 75.0)
     assert _marker(ex, "registers_per_thread") == (40, 75.0)
     assert _marker(ex, "shared_mem_per_block") == (4.0, 75.0)   # 4096 B shown as 4 KiB
@@ -249,9 +251,3 @@ def test_view_equals_model_and_curves_agree(shared, cc, threads, regs, smem_unit
         assert d["blocks"][i] == want.blocks_per_sm
 
 
-def test_update_is_fast(ex):
-    times = []
-    for _ in range(3):
-        ex.update()
-        times.append(ex.last_update_ms)
-    assert min(times) < 250, times

@@ -23,6 +23,7 @@ overlap that way::
     measured = on_gpus(2, measure_overlap)
 """
 
+from ..memory import predicted_traffic  # memory-model arithmetic the sweeps use
 from .cpu import (
     RooflinePoints,
     Staircase,
@@ -35,33 +36,40 @@ from .cpu import (
 from .gpu import (
     GPUS_LINE,
     SKIP_LINE,
-    AccessSweep,
-    BankSweep,
     DeviceReport,
     KernelResources,
-    KernelTiming,
-    LaunchLatency,
-    OccupancyCheck,
-    SimtTimings,
-    Transfers,
-    bank_sweep,
     device_report,
-    gemm_flops,
     gpu_available,
+    gpu_status,
+    kernel_resources,
+    on_gpu,
+    skip_line,
+)
+from .gpu_compute import (
+    KernelTiming,
+    SimtTimings,
+    gemm_flops,
+    simt_timings,
+    time_kernel,
+)
+from .gpu_memory import (
+    AccessSweep,
+    BankSweep,
+    bank_sweep,
     gpu_bandwidth,
     gpu_size_sweep,
-    gpu_status,
-    host_transfers,
-    kernel_resources,
-    launch_latency,
     offset_sweep,
-    on_gpu,
-    predicted_traffic,
-    runtime_occupancy,
-    simt_timings,
-    skip_line,
     strided_sweep,
-    time_kernel,
+)
+from .gpu_occupancy import (
+    OccupancyCheck,
+    runtime_occupancy,
+)
+from .gpu_system import (
+    LaunchLatency,
+    Transfers,
+    host_transfers,
+    launch_latency,
 )
 from .multigpu import on_gpus
 from .timing import Bandwidth, FlopRate, Progress, Timing, time_cuda, time_host

@@ -24,14 +24,14 @@ machine has free.
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .. import _validate
-from .timing import Bandwidth, FlopRate, Progress, format_bytes, html_table, time_host
+from .._format import bandwidth, binary_bytes, flop_rate, html_table
+from .timing import Bandwidth, FlopRate, Progress, time_host
 
 _MiB = 2**20
 #: Smallest and largest default array for bandwidth runs, bytes per array.
@@ -104,8 +104,8 @@ def _filled(n: int, value: float, dtype=np.float64) -> np.ndarray:
 def _cache_note(array_bytes: int) -> str:
     largest = max(cache_sizes().values(), default=0)
     if largest and array_bytes < 2 * largest:
-        return (f"arrays ({format_bytes(array_bytes)}) are not much larger than the reported "
-                f"last-level cache ({format_bytes(largest)}): part of the traffic may hit cache")
+        return (f"arrays ({binary_bytes(array_bytes)}) are not much larger than the reported "
+                f"last-level cache ({binary_bytes(largest)}): part of the traffic may hit cache")
     return ""
 
 
@@ -149,7 +149,7 @@ def cpu_gemm(n: int = 2048, *, dtype: str = "float32", repeats: int = 5,
     size = np.dtype(dtype).itemsize
     if 3 * n * n * size > (available_memory() or 2**62) // 4:
         raise ValueError(f"n={n}: three {n}x{n} {dtype} matrices need "
-                         f"{format_bytes(3 * n * n * size)}, more than a quarter of free memory")
+                         f"{binary_bytes(3 * n * n * size)}, more than a quarter of free memory")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
     b = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
@@ -193,17 +193,16 @@ class RooflinePoints:
         return np.array([p[2] for p in self.points])
 
     def __repr__(self) -> str:
-        pts = "; ".join(f"{n} at {i:.3g} FLOP/byte -> {f / 1e9:,.1f} GFLOP/s"
-                        for n, i, f in self.points)
-        return (f"RooflinePoints({self.device}: roof {self.peak_flops / 1e9:,.1f} GFLOP/s "
-                f"(measured GEMM), {self.bandwidth / 1e9:,.1f} GB/s (measured triad), ridge "
+        pts = "; ".join(f"{n} at {i:.3g} FLOP/byte -> {flop_rate(f)}" for n, i, f in self.points)
+        return (f"RooflinePoints({self.device}: roof {flop_rate(self.peak_flops)} "
+                f"(measured GEMM), {bandwidth(self.bandwidth)} (measured triad), ridge "
                 f"{self.ridge_point:.1f} FLOP/byte; {pts})")
 
     def _repr_html_(self) -> str:
-        rows = [("roof: compute (GEMM)", "", f"{self.peak_flops / 1e9:,.1f} GFLOP/s"),
-                ("roof: memory (triad)", "", f"{self.bandwidth / 1e9:,.1f} GB/s"),
+        rows = [("roof: compute (GEMM)", "", flop_rate(self.peak_flops)),
+                ("roof: memory (triad)", "", bandwidth(self.bandwidth)),
                 ("ridge point", f"{self.ridge_point:.1f} FLOP/byte", "")]
-        rows += [(n, f"{i:.3g} FLOP/byte", f"{f / 1e9:,.1f} GFLOP/s") for n, i, f in self.points]
+        rows += [(n, f"{i:.3g} FLOP/byte", flop_rate(f)) for n, i, f in self.points]
         return html_table(f"{self.device}: measured roofline", ("", "intensity", "rate"), rows)
 
 
@@ -244,12 +243,13 @@ class Staircase:
 
     def __repr__(self) -> str:
         pairs = zip(self.working_set, self.gbps, strict=True)
-        pts = ", ".join(f"{format_bytes(s)}: {g:,.0f}" for s, g in pairs)
-        caches = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.caches.items())
+        pts = ", ".join(f"{binary_bytes(s)}: {g:,.0f}" for s, g in pairs)
+        caches = ", ".join(f"{k} {binary_bytes(v)}" for k, v in self.caches.items())
         return f"Staircase({self.device}, copy GB/s by working set: {pts}; caches: {caches})"
 
     def _repr_html_(self) -> str:
-        rows = [(format_bytes(s), f"{g:,.1f} GB/s") for s, g in zip(self.working_set, self.gbps, strict=True)]
+        rows = [(binary_bytes(s), bandwidth(g * 1e9))
+                for s, g in zip(self.working_set, self.gbps, strict=True)]
         return html_table(f"{self.device}: copy bandwidth by working set",
                           ("working set", "bandwidth"), rows)
 
@@ -288,11 +288,6 @@ def cache_staircase(sizes=None, *, budget_s: float = 2.0, progress: bool = True)
             timing = time_host(lambda a=a, b=b: np.copyto(b, a), warmup=1, repeats=7,
                                budget_s=share, inner=inner)
             out.append(16 * n / timing.median / 1e9)
-            bar.update(1, format_bytes(16 * n))
+            bar.update(1, binary_bytes(16 * n))
     return Staircase(cpu_label(), tuple(16 * max(s // 16, 1) for s in sizes), tuple(out),
                      cache_sizes())
-
-
-def machine_summary() -> str:
-    """One line naming this machine: CPU, cores, OS."""
-    return f"{cpu_label()}, {os.cpu_count()} logical cores, {platform.system()} {platform.machine()}"

@@ -25,26 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import _validate
-from .._format import binary_bytes, html_table
+from .._format import bandwidth, binary_bytes, duration, flop_rate, html_table, percent
 
 #: The fewest timed runs a measurement keeps, even when the time budget has run out.
 MIN_REPEATS = 3
-
-
-# -- formatting ------------------------------------------------------------------------------
-
-def format_seconds(seconds: float) -> str:
-    """``1.5e-6`` -> ``'1.50 µs'``: a duration with a unit a reader can take in at a glance."""
-    seconds = _validate.real("seconds", seconds, low=0.0)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def format_bytes(nbytes: float) -> str:
-    """``3 * 2**20`` -> ``'3 MiB'`` (binary prefixes: memory sizes are powers of two)."""
-    return binary_bytes(_validate.real("nbytes", nbytes, low=0.0))
 
 
 # -- rates -----------------------------------------------------------------------------------
@@ -101,8 +85,8 @@ class Timing:
 
     def __repr__(self) -> str:
         how = f", {self.method}" if self.method else ""
-        return (f"Timing(median {format_seconds(self.median)}, min {format_seconds(self.min)}, "
-                f"max {format_seconds(self.max)}, {self.repeats} runs after {self.warmup} "
+        return (f"Timing(median {duration(self.median)}, min {duration(self.min)}, "
+                f"max {duration(self.max)}, {self.repeats} runs after {self.warmup} "
                 f"warm-up{how})")
 
     def to_raw(self) -> dict:
@@ -282,20 +266,21 @@ class Bandwidth:
         return self.bytes_per_s / _validate.positive("peak_bytes_per_s", peak_bytes_per_s)
 
     def __repr__(self) -> str:
-        size = f", arrays of {format_bytes(self.array_bytes)}" if self.array_bytes else ""
+        size = f", arrays of {binary_bytes(self.array_bytes)}" if self.array_bytes else ""
         note = f"; {self.note}" if self.note else ""
-        return (f"{self.device} {self.kind}: {self.gbps:,.1f} GB/s ({format_bytes(self.bytes_moved)}"
-                f" per run in {format_seconds(self.timing.median)}, median of "
+        return (f"{self.device} {self.kind}: {bandwidth(self.bytes_per_s)} "
+                f"({binary_bytes(self.bytes_moved)}"
+                f" per run in {duration(self.timing.median)}, median of "
                 f"{self.timing.repeats}{size}){note}")
 
     def _repr_html_(self) -> str:
-        rows = [("bandwidth", f"{self.gbps:,.1f} GB/s"),
-                ("bytes per run", format_bytes(self.bytes_moved)),
-                ("median time", format_seconds(self.timing.median)),
+        rows = [("bandwidth", bandwidth(self.bytes_per_s)),
+                ("bytes per run", binary_bytes(self.bytes_moved)),
+                ("median time", duration(self.timing.median)),
                 ("runs", f"{self.timing.repeats} (+{self.timing.warmup} warm-up), "
                          f"{self.timing.method}")]
         if self.array_bytes:
-            rows.append(("array size", format_bytes(self.array_bytes)))
+            rows.append(("array size", binary_bytes(self.array_bytes)))
         if self.note:
             rows.append(("note", self.note))
         return html_table(f"{self.device}: {self.kind}", ("quantity", "value"), rows)
@@ -356,30 +341,28 @@ class FlopRate:
             return ""
         if self.peak_flops and abs(self.clock_peak_flops / self.peak_flops - 1) < 0.005:
             return ""  # it ran at the clock the peak assumes: nothing new to say
-        return (f"{100 * self.fraction_of_clock_peak:.0f} % of {self.clock_peak_flops / 1e12:,.1f}"
-                f" TFLOP/s at the clock it ran at")
+        return (f"{percent(self.fraction_of_clock_peak)} of {flop_rate(self.clock_peak_flops)} "
+                "at the clock it ran at")
 
     def _rate_text(self) -> str:
-        if self.tflops >= 1:
-            return f"{self.tflops:,.1f} TFLOP/s"
-        return f"{self.gflops:,.1f} GFLOP/s"
+        return flop_rate(self.flops_per_s)
 
     def __repr__(self) -> str:
         peak = ""
         if self.peak_flops:
-            peak = f", {100 * self.fraction_of_peak:.0f} % of {self.peak_flops / 1e12:,.1f} TFLOP/s"
+            peak = f", {percent(self.fraction_of_peak)} of {flop_rate(self.peak_flops)}"
         extra = "".join(f"; {t}" for t in (self._clock_text(), self.conditions) if t)
-        return (f"{self.device} {self.name}: {self._rate_text()} ({format_seconds(self.timing.median)}"
+        return (f"{self.device} {self.name}: {self._rate_text()} ({duration(self.timing.median)}"
                 f" per run, median of {self.timing.repeats}{peak}; intensity "
                 f"{self.intensity:,.1f} FLOP/byte{extra})")
 
     def _repr_html_(self) -> str:
         rows = [("rate", self._rate_text()), ("FLOPs per run", f"{self.flops:.4g}"),
-                ("median time", format_seconds(self.timing.median)),
+                ("median time", duration(self.timing.median)),
                 ("intensity", f"{self.intensity:,.1f} FLOP/byte")]
         if self.peak_flops:
-            rows.append(("of peak", f"{100 * self.fraction_of_peak:.0f} % of "
-                                    f"{self.peak_flops / 1e12:,.1f} TFLOP/s"))
+            rows.append(("of peak", f"{percent(self.fraction_of_peak)} of "
+                                    f"{flop_rate(self.peak_flops)}"))
         if self._clock_text():
             rows.append(("of peak at its clock", self._clock_text()))
         if self.conditions:

@@ -88,7 +88,7 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, **choices):
     lets the learner choose (e.g. ``block=256``).  Returns a :class:`PuzzleGpuRun`, or ``None``
     without a GPU (after printing the skip line)."""
     from .. import cuda, roofline, simt
-    from ..measure.gpu import _catalog_gpu, skip_line
+    from ..measure.gpu import catalog_gpu, skip_line
     from . import _kernel, find
 
     p = find(puzzle_id)
@@ -124,7 +124,7 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, **choices):
             break
     t = sim.totals
     moved = t.global_sectors * 32 * _array_bytes(args) / _array_bytes(small_args)
-    g = _catalog_gpu(run.device)
+    g = catalog_gpu(run.device)
     predicted = (roofline.kernel_time(0.0, moved, g.peak_flops("fp32"), g.bandwidth)
                  if g is not None and moved > 0 else None)
     return PuzzleGpuRun(p.id, run.device, size, wrong is None, wrong, run.timing.median,

@@ -3,9 +3,9 @@
 References come from :mod:`gpu_lessons.system` (launch overhead:
 ``step = max(o + n·d, n·o + d) + r`` with the H200's measured launch and sync costs; ring
 all-reduce ``2(p−1)/p · S / B``, Thakur, Rabenseifner & Gropp 2005; data-parallel overlap as
-PyTorch DDP does it) and :mod:`gpu_lessons.allocator` (a caching allocator modelled on
-PyTorch's large-block pool, against vLLM's fixed-size pages; fragmentation = 1 − largest free
-block / total free).
+PyTorch DDP does it) and :mod:`gpu_lessons.allocator` (its caching allocator with one pool,
+``pools="one"``, small enough to trace by hand, against vLLM's fixed-size pages; fragmentation =
+1 − largest free block / total free).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ _SIZES = ("3 1 1 2", "2 1 1.5 1", "1 0.5 2 3", "4 0.5 1 1.5", "3 0.5 1.5 1", "2 
 def _before_e(sizes):
     """The best-fit caching allocator's state once a and c are freed: (fragmentation, largest
     free, total free, reserved)."""
-    run = caching(_trace(*map(float, sizes.split())), policy="best_fit")
+    run = caching(_trace(*map(float, sizes.split())), policy="best_fit", pools="one")
     i = len(run.used) - 1
     return (float(run.fragmentation[i]), float(run.largest_free[i]),
             float(run.free_cached[i]), float(run.reserved[i]))
@@ -170,7 +170,7 @@ def _fragmentation_fields(sizes) -> dict:
 def _allocator_choice() -> str:
     """The allocator that serves e = 4 MiB from memory it already holds (reserved does not
     grow) after 3, 1, 1, 2 MiB with a and c freed."""
-    runs = compare(_trace(3, 1, 1, 2, 4), page_bytes=MiB).runs
+    runs = compare(_trace(3, 1, 1, 2, 4), page_bytes=MiB, pools="one").runs
     fits = [r.allocator for r in runs if r.reserved[-1] == r.reserved[-2] and not r.failed]
     if len(fits) != 1:
         raise AssertionError(f"08.allocator_choice needs one answer, the model gives {fits}")
@@ -331,9 +331,9 @@ QUESTIONS = (
                "one after another from the start of the segment, then frees a and c. What is "
                "the external fragmentation of the free memory now, 1 − largest free block / "
                "total free, in **percent**? Store it in `fragmentation`.\n\n"
-               "(PyTorch's caching allocator treats large requests this way; it keeps requests "
-               "of 1 MiB or less in a separate pool of small blocks, which this model leaves "
-               "out.)",
+               "(PyTorch's caching allocator also keeps requests of 1 MiB or less in a separate "
+               "pool of small blocks, and reserves 20 MiB for a request of 1 to 10 MiB; this "
+               "question's allocator has one pool: `pools=\"one\"` in `gpu_lessons.allocator`.)",
         hint="Draw the segment: which free pieces are neighbours, and which are not?",
         vary=(Vary("sizes", _SIZES, "a, b, c and d in MiB"),),
         derive=_fragmentation_fields,
@@ -367,7 +367,7 @@ QUESTIONS = (
                "`\"paged\"` allocator with 1 MiB pages (as vLLM's PagedAttention)? Store the "
                "answer in `allocator_choice`.\n\n"
                "You can replay the trace with `gpu_lessons.allocator` (`alloc`, `free`, "
-               "`compare(trace, page_bytes=...)`) to see it.",
+               "`compare(trace, page_bytes=..., pools=\"one\")`) to see it.",
         answer=Choice(
             reference=_allocator_choice,
             options=("first_fit", "best_fit", "paged"),

@@ -16,7 +16,7 @@ EXPLORERS = {
     "latency": "gpu_lessons.views.latency:latency_explorer",
     "launch": "gpu_lessons.views.system:launch_explorer",
     "overlap": "gpu_lessons.views.system:overlap_explorer",
-    "allocator": "gpu_lessons.views.system:allocator_explorer",
+    "allocator": "gpu_lessons.views.allocator:allocator_explorer",
     "coalescing": "gpu_lessons.views.coalescing:coalescing_explorer",
     "banks": "gpu_lessons.views.banks:bank_explorer",
     "cache": "gpu_lessons.views.cache:cache_explorer",

@@ -18,8 +18,6 @@ import ipywidgets as widgets
 from bokeh.models import ColumnDataSource  # noqa: F401  (re-exported for explorers)
 from jupyter_bokeh import BokehModel
 
-from .._format import si
-
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision
 #: deficiency.  Order: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -128,11 +126,6 @@ def dropdown(label: str, options, value=None) -> widgets.Dropdown:
     options = list(options)
     return widgets.Dropdown(options=options, value=value if value is not None else options[0],
                             description=label, style=STYLE, layout=LAYOUT)
-
-
-def fmt(x: float, unit: str, digits: int = 3) -> str:
-    """Engineering format with SI prefix and unit: fmt(4.8e12, 'B/s') -> '4.8 TB/s'."""
-    return si(x, unit, digits)
 
 
 def lane_ranges(values: Sequence[int]) -> str:

@@ -6,7 +6,7 @@ size, line size, associativity and replacement policy; the readout gives hit rat
 the bytes moved to and from the next level (:class:`gpu_lessons.cache.Cache`, flushed at the
 end so every dirty byte is counted).
 
-The two plots answer the seed's "why are cache lines 128 bytes?" with
+The two plots answer "why are cache lines 128 bytes?" with
 :func:`gpu_lessons.traces.hit_rate_vs_line_size`: for the same cache size, longer lines raise
 the hit rate of a streaming trace (one miss per line), but a scattered trace drags in bytes it
 never uses, so the bytes fetched grow with the line.  NVIDIA keeps 128-byte lines and moves
@@ -29,7 +29,8 @@ from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .. import _validate, traces
-from ..cache import POLICIES, Cache, _fmt_bytes
+from .._format import binary_bytes, percent
+from ..cache import POLICIES, Cache
 from ..memory import SECTOR_BYTES  # NVIDIA's fetch unit inside a 128-byte line
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown
 
@@ -209,11 +210,11 @@ class CacheExplorer(Explorer):
 
         sector = f", {SECTOR_BYTES} B sectors" if v["sectors"] else ""
         self.set_readout(
-            f"{trace.name}: <b>hit rate {100 * st.hit_rate:.1f} %</b> — {st.hits:,} hits, "
+            f"{trace.name}: <b>hit rate {percent(st.hit_rate)}</b> — {st.hits:,} hits, "
             f"<b>{st.misses:,} misses</b> of {st.accesses:,} accesses; "
-            f"<b>fetched {_fmt_bytes(st.bytes_from_next)}</b>, wrote back "
-            f"{_fmt_bytes(st.bytes_to_next)} (footprint {_fmt_bytes(trace.footprint_bytes)}); "
-            f"cache {_fmt_bytes(size)} = {cache.sets} sets × {cache.ways} ways × "
+            f"<b>fetched {binary_bytes(st.bytes_from_next)}</b>, wrote back "
+            f"{binary_bytes(st.bytes_to_next)} (footprint {binary_bytes(trace.footprint_bytes)}); "
+            f"cache {binary_bytes(size)} = {cache.sets} sets × {cache.ways} ways × "
             f"{cache.line_bytes} B{sector}, {cache.policy.upper()}")
 
 

@@ -3,7 +3,7 @@
 The picture is the one in the CUDA C++ Best Practices Guide §10.2.1: a row of 32 lanes, a line
 from each lane to the 32-byte sector holding its data, and the sectors grouped four to a
 128-byte line.  Touched sectors are highlighted; the rest of each touched line stays grey,
-because since Maxwell/Pascal only the touched sectors move (errata E9).  Every count comes
+because since Maxwell/Pascal only the touched sectors move (docs/misconceptions.md, M14).  Every count comes
 from :func:`gpu_lessons.memory.global_load`; the view only lays the sectors out.
 
 A second plot sweeps the stride for the chosen element size and offset, so the current pattern
@@ -19,6 +19,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .. import _validate, memory
+from .._format import percent
 from ._base import PALETTE, Explorer, dropdown, lane_ranges, slider
 
 #: Access patterns: key -> label shown in the dropdown.
@@ -174,7 +175,7 @@ class CoalescingExplorer(Explorer):
             f"sectors) "
             f"from {g.lines} × 128-byte line{'s' if g.lines != 1 else ''}; requested "
             f"{g.requested_bytes} B ({g.active_lanes} lanes × {g.bytes_per_thread} B) → "
-            f"efficiency <b>{100 * g.efficiency:.0f} %</b>{share}")
+            f"efficiency <b>{percent(g.efficiency)}</b>{share}")
 
     def _draw(self, g: memory.GlobalLoad) -> None:
         """Lay the touched lines side by side (a gap marks skipped addresses) under the lanes."""

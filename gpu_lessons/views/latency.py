@@ -17,6 +17,7 @@ from bokeh.layouts import row
 from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
+from .._format import bandwidth as _bandwidth
 from ..hardware import catalog, gpu
 from ..latency import (
     SCHEDULERS_PER_SM,
@@ -150,7 +151,7 @@ class LatencyExplorer(Explorer):
             f"warps/SM give "
             f"{sm.issue_rate:.2f} instructions/cycle, {sm.bytes_per_cycle:.1f} B/cycle "
             f"with {WARP_LOAD_BYTES}-B warp loads, limited by {sm.limiter}.<br>"
-            f"Little's law on {law.gpu}: {law.bandwidth / 1e9:,.0f} GB/s × "
+            f"Little's law on {law.gpu}: {_bandwidth(law.bandwidth)} × "
             f"{law.latency_ns:g} ns ({law.latency_cycles:,.0f} cycles at boost clock) = "
             f"<b>{law.bytes_in_flight / 1e6:.2f} MB in flight</b>, "
             f"{law.bytes_per_sm / 1024:.1f} KiB per SM → {law.threads_per_sm:,.0f} "

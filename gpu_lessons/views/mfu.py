@@ -4,7 +4,7 @@ Every number comes from :mod:`gpu_lessons.mfu`: FLOPs from :func:`transformer_fl
 estimates from :func:`compare_estimates`, parameters from :func:`parameter_count`, MFU and HFU
 from :func:`mfu`.  The readout names the peak it divides by; on a GeForce card the
 FP16-accumulate peak is twice the FP32-accumulate one, and dividing by it halves the MFU of a
-mixed-precision training run (the seed's RTX 4090 example, erratum E6).
+mixed-precision training run (the RTX 4090 example, docs/misconceptions.md, M18).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from bokeh.plotting import figure
 
 from .. import _validate
 from .. import mfu as _mfu
+from .._format import flop_rate, percent, si
 from ..hardware import catalog, gpu
-from ..mfu import PRESETS, Preset
-from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, fmt, log_slider, slider
+from ..transformer import PRESETS, Preset
+from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, log_slider, slider
 
 #: Labels of the precisions an MFU can be quoted against (``mfu.MFU_PRECISIONS``).
 PRECISION_LABELS = {"bf16": "BF16 tensor", "fp16": "FP16 tensor", "tf32": "TF32 tensor",
@@ -108,12 +109,12 @@ class MfuExplorer(Explorer):
                                            ("peak used", "@peak")]))
         self.figures_by_name = {"breakdown": fig1, "estimates": fig2, "utilization": fig3}
 
-        bad, good = _mfu.seed_mfu_example("fp16"), _mfu.seed_mfu_example("fp32")
-        notes = (f"The seed's example (4 × RTX 4090, 0.1 TFLOP/step × 50 steps/s) divided by "
-                 f"{bad.peak_flops_per_gpu * 1e-12:.1f} TFLOP/s per GPU, the FP16-accumulate "
-                 f"peak: MFU {bad.mfu * 100:.3g} %. Mixed-precision training accumulates in "
+        bad, good = _mfu.rtx4090_mfu_example("fp16"), _mfu.rtx4090_mfu_example("fp32")
+        notes = (f"The RTX 4090 example (4 GPUs, 0.1 TFLOP/step × 50 steps/s) divided by "
+                 f"{flop_rate(bad.peak_flops_per_gpu)} per GPU, the FP16-accumulate "
+                 f"peak: MFU {percent(bad.mfu)}. Mixed-precision training accumulates in "
                  f"FP32, where the RTX 4090 peaks at {good.peak_flops_per_gpu * 1e-12:.1f} "
-                 f"TFLOP/s: MFU {good.mfu * 100:.3g} %. Peaks are dense (never 2:4 sparse).")
+                 f"TFLOP/s: MFU {percent(good.mfu)}. Peaks are dense (never 2:4 sparse).")
         super().__init__(controls, [fig1, fig2, fig3], notes=notes)
 
     def _on_change(self, change):
@@ -188,7 +189,7 @@ class MfuExplorer(Explorer):
         self.breakdown.data = dict(
             component=labels, tflop=[v * 1e-12 for v in comps.values()],
             flops=[float(v) for v in comps.values()],
-            flops_text=[fmt(v, "FLOP") for v in comps.values()],
+            flops_text=[si(v, "FLOP") for v in comps.values()],
             share=[f.shares[k] for k in comps],
             formula=[_mfu.FORMULAS[k] for k in comps])
 
@@ -232,7 +233,7 @@ def _acc_text(acc: str) -> str:
 
 
 def _peak_text(u: _mfu.Utilization) -> str:
-    return (f"{u.peak_flops_per_gpu * 1e-12:,.1f} TFLOP/s per GPU ({u.precision} dense, "
+    return (f"{flop_rate(u.peak_flops_per_gpu)} per GPU ({u.precision} dense, "
             f"{_acc_text(u.accumulate)})")
 
 
@@ -244,25 +245,25 @@ def _readout(p: Preset, f: _mfu.TransformerFlops, params: _mfu.ParameterCount,
              f"vocabulary {f.vocab_size:,}; {f.batch} × {f.seq_len} tokens/step. "
              f"N = {params.non_embedding:,} non-embedding parameters "
              f"({params.total:,} in all).")
-    flops = (f"Training FLOPs: {fmt(f.training, 'FLOP')}/step = 3 × forward "
-             f"{fmt(f.forward, 'FLOP')}; {fmt(f.training_per_token, 'FLOP')}/token"
-             + (f"; with recomputation {fmt(f.training_recompute, 'FLOP')}/step"
+    flops = (f"Training FLOPs: {si(f.training, 'FLOP')}/step = 3 × forward "
+             f"{si(f.forward, 'FLOP')}; {si(f.training_per_token, 'FLOP')}/token"
+             + (f"; with recomputation {si(f.training_recompute, 'FLOP')}/step"
                 if u.hfu != u.mfu else "") + ".")
     util = (f"{u.n_gpus} × {html.escape(u.gpu)}, peak used: <b>{_peak_text(u)}</b>, "
-            f"{fmt(u.peak_flops, 'FLOP/s')} in all. Achieved "
-            f"{fmt(u.achieved_flops_per_gpu, 'FLOP/s')} of model FLOPs per GPU → "
-            f"<b>MFU {u.mfu * 100:.3g} %</b>, HFU {u.hfu * 100:.3g} %.")
+            f"{si(u.peak_flops, 'FLOP/s')} in all. Achieved "
+            f"{si(u.achieved_flops_per_gpu, 'FLOP/s')} of model FLOPs per GPU → "
+            f"<b>MFU {percent(u.mfu)}</b>, HFU {percent(u.hfu)}.")
     if u.mfu > 1:
         util += (f" <span style='color:{red}'>Above 100 %: impossible. Check the peak (sparse, "
                  "precision, accumulate type), the GPU count or the throughput.</span>")
-    estimates = (f"Per token: exact {fmt(est.exact[0], 'FLOP')}, 6N {fmt(est.six_n[0], 'FLOP')} "
+    estimates = (f"Per token: exact {si(est.exact[0], 'FLOP')}, 6N {si(est.six_n[0], 'FLOP')} "
                  f"({est.six_n_error[0] * 100:+.1f} %), 6N + 12·L·H·Q·T "
-                 f"{fmt(est.palm[0], 'FLOP')} ({est.palm_error[0] * 100:+.1f} %).")
+                 f"{si(est.palm[0], 'FLOP')} ({est.palm_error[0] * 100:+.1f} %).")
     lines = [shape, flops, util, estimates]
     if other is not None:
-        verdict = ("the seed's RTX 4090 mistake (E6): it halves MFU" if other.accumulate == "fp16"
+        verdict = ("the FP16-accumulate mistake: it halves MFU" if other.accumulate == "fp16"
                    else "training accumulates in FP32, so quote that peak")
         lines.append(f"<span style='color:{red}'>This GPU has two FP16 peaks. Against the "
-                     f"{_peak_text(other)} the same run reads MFU {other.mfu * 100:.3g} % — "
+                     f"{_peak_text(other)} the same run reads MFU {percent(other.mfu)} — "
                      f"{verdict}.</span>")
     return "<br>".join(lines)

@@ -17,6 +17,7 @@ from bokeh.transform import factor_cmap
 
 from .. import _validate
 from .. import occupancy as _occ
+from .._format import binary_bytes, html_table, percent
 from ..hardware import catalog
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, slider
 
@@ -193,20 +194,18 @@ def _readout(r: _occ.Occupancy) -> str:
     where = f"{r.gpu} (CC {r.cc})" if r.gpu else f"CC {r.cc}"
     binding = " = ".join(r.limiters)
     head = (f"<b>{html.escape(where)}: {r.blocks_per_sm} blocks/SM, {r.warps_per_sm} of "
-            f"{r.max_warps_per_sm} warps/SM → occupancy {r.occupancy * 100:.1f} %</b>, "
+            f"{r.max_warps_per_sm} warps/SM → occupancy {percent(r.occupancy)}</b>, "
             f"limited by <b>{html.escape(binding)}</b>")
     rows = []
     for name, how, blocks in r.explain():
-        style = " style='font-weight:bold'" if name in r.limiters else ""
-        color = LIMIT_COLORS[name]
-        rows.append(f"<tr{style}><td style='color:{color}'>■ {name}</td>"
-                    f"<td style='text-align:right'>{_blocks(blocks)}</td>"
-                    f"<td style='text-align:left'><small>{html.escape(how)}</small></td></tr>")
+        cells = (f"<span style='color:{LIMIT_COLORS[name]}'>■</span> {name}", _blocks(blocks),
+                 f"<small>{html.escape(how)}</small>")
+        rows.append([f"<b>{c}</b>" for c in cells] if name in r.limiters else cells)
     alloc = (f"<small>allocated: {r.registers_per_warp:,} registers/warp, "
              f"{r.registers_per_block:,} registers/block, {r.shared_mem_allocated:,} B shared "
              f"memory/block; SM shared-memory capacity {r.sm_shared_mem:,} B "
-             f"({r.sm_shared_mem / 1024:g} KiB)</small>")
+             f"({binary_bytes(r.sm_shared_mem)})</small>")
     note = (f"<br><span style='color:{PALETTE[3]}'>{html.escape(r.note)}</span>"
             if r.note else "")
-    return (f"{head}<table><tr><th>limit</th><th>blocks/SM</th><th>how it is computed</th></tr>"
-            f"{''.join(rows)}</table>{alloc}{note}")
+    return (head + html_table("", ("limit", "blocks/SM", "how it is computed"), rows, escape=False)
+            + alloc + note)

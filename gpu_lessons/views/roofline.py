@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Legend, Range1d
 from bokeh.plotting import figure
 
 from .. import _validate, costs
 from .. import roofline as _roofline
+from .._format import flop_rate, html_table, ratio, si
 from ..hardware import PRECISIONS, catalog, gpu
-from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, fmt
+from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown
 
 #: Measured points: black, then vermillion, reddish purple, sky blue (Okabe-Ito, as PALETTE).
 MEASURED_COLOURS = (PALETTE[7], PALETTE[3], PALETTE[4], PALETTE[5])
@@ -74,9 +74,9 @@ KERNELS = {
     "conv2d": _Kernel("conv2d", "hex",
                       lambda p, dt: costs.conv2d(CONV_X, CONV_K, p["channels"], p["channels"],
                                                  padding=CONV_PADDING, dtype=dt)),
-    # The seed's formulas are FP32 by construction (4-byte elements), whatever the precision.
-    "conv2d_seed": _Kernel("conv2d, seed's formulas (FP32)", "square_pin",
-                           lambda p, dt: costs.conv2d_seed(CONV_X, CONV_K, p["channels"],
+    # The often-quoted formulas are FP32 by construction (4-byte elements), whatever the precision.
+    "conv2d_macs_no_input": _Kernel("conv2d, often-quoted formulas (FP32)", "square_pin",
+                           lambda p, dt: costs.conv2d_macs_no_input(CONV_X, CONV_K, p["channels"],
                                                            p["channels"], padding=CONV_PADDING)),
     "attention_prefill": _Kernel(
         "attention prefill", "star",
@@ -176,8 +176,10 @@ class RooflineExplorer(Explorer):
         """Plot measured kernels beside the model's: ``intensity`` in FLOP/byte and achieved
         ``flops_per_s`` in FLOP/s (numbers, or equal-length sequences with ``name`` a string or
         a sequence of strings)."""
-        xs = _positive_array("intensity", intensity)
-        ys = _positive_array("flops_per_s", flops_per_s)
+        xs = _validate.real_array("intensity", intensity, low=0.0, low_open=True, max_ndim=1,
+                                  nonempty=True).reshape(-1)
+        ys = _validate.real_array("flops_per_s", flops_per_s, low=0.0, low_open=True, max_ndim=1,
+                                  nonempty=True).reshape(-1)
         if xs.size != ys.size:
             raise ValueError(f"intensity has {xs.size} values but flops_per_s has {ys.size}; "
                              "give one of each per point")
@@ -264,8 +266,8 @@ class RooflineExplorer(Explorer):
                 _append(points, x=kt.intensity, y=kt.flops_per_s * 1e-12, kernel=label,
                         model=cost.name,
                         gpu=g.name, color=color, marker=marker, flops=kt.flops,
-                        bytes=kt.bytes, flops_text=fmt(kt.flops, "FLOP"),
-                        bytes_text=fmt(kt.bytes, "B"), intensity=kt.intensity, tflops=kt.flops_per_s * 1e-12,
+                        bytes=kt.bytes, flops_text=si(kt.flops, "FLOP"),
+                        bytes_text=si(kt.bytes, "B"), intensity=kt.intensity, tflops=kt.flops_per_s * 1e-12,
                         bound=kt.bound.bound, fraction=kt.fraction_of_peak)
                 row.append(kt)
             rows.append((g.name, color, model, row))
@@ -340,36 +342,22 @@ def _kernel_list(kernels) -> list:
     return out
 
 
-def _positive_array(name: str, value) -> np.ndarray:
-    values = np.atleast_1d(np.asarray(value, dtype=object))
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty list of numbers, got {value!r}")
-    return np.array([_validate.positive(name, v) for v in values], dtype=float)
-
-
 def _append(columns: dict, **values) -> None:
     for key, v in values.items():
         columns[key].append(v)
 
 
 def _readout(kernel_costs, rows, skipped) -> str:
-    head = "".join(f"<th style='color:{color}'>{html.escape(name)}</th>"
-                   for name, color, _, _ in rows)
-    ridges = "".join(f"<td>{model.ridge_point:,.1f} FLOP/byte</td>" for _, _, model, _ in rows)
-    body = [f"<tr><td><i>ridge point ({html.escape(rows[0][2].compute)} / DRAM)</i></td><td></td>"
-            f"{ridges}</tr>"]
-    for k, cost in enumerate(kernel_costs):
-        cells = "".join(f"<td>{_num(row[k].flops_per_s * 1e-12)} TFLOP/s, {row[k].bound.bound}"
-                        "</td>" for _, _, _, row in rows)
-        body.append(f"<tr><td>{html.escape(cost.name)}</td><td>{_num(cost.intensity)} FLOP/byte"
-                    f"</td>{cells}</tr>")
-    text = (f"<table><tr><th>kernel</th><th>intensity</th>{head}</tr>{''.join(body)}</table>")
+    head = ["kernel", "intensity", *(f"<span style='color:{color}'>{html.escape(name)}</span>"
+                                     for name, color, _, _ in rows)]
+    table = [(f"<i>ridge point ({html.escape(rows[0][2].compute)} / DRAM)</i>", "",
+              *(f"{model.ridge_point:,.1f} FLOP/byte" for _, _, model, _ in rows))]
+    table += [(html.escape(cost.name), f"{ratio(cost.intensity)} FLOP/byte",
+               *(f"{flop_rate(row[k].flops_per_s)}, {row[k].bound.bound}" for _, _, _, row in rows))
+              for k, cost in enumerate(kernel_costs)]
+    text = html_table("", head, table, escape=False)
     if skipped:
         text += "<small>Not drawn: " + "; ".join(html.escape(msg) for _, msg in skipped) + \
                 "</small>"
     return text
 
-
-def _num(x: float) -> str:
-    """``1,365``, ``53.4``, ``0.333``: three significant figures, no exponent."""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"

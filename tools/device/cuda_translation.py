@@ -125,7 +125,7 @@ def measure_teaching(repeats: int) -> list[dict]:
     import numpy as np
 
     from gpu_lessons import cuda, simt_kernels
-    from gpu_lessons.measure.gpu import SIMT_SIZES, time_kernel
+    from gpu_lessons.measure.gpu_compute import SIMT_SIZES, time_kernel
 
     rows = []
     for name in simt_kernels.SIMT_CUDA_SOURCES:
@@ -174,9 +174,9 @@ def measure(repeats: int = 20) -> dict:
     import cupy as cp
     import numpy as np
 
-    from gpu_lessons.measure.gpu import _device_name, timestamp
+    from gpu_lessons.measure.gpu import device_name, timestamp
 
-    out = {"date": timestamp(), "device": _device_name(cp), "cupy": cp.__version__,
+    out = {"date": timestamp(), "device": device_name(cp), "cupy": cp.__version__,
            "numpy": np.__version__, "python": platform.python_version(),
            "cuda_runtime": int(cp.cuda.runtime.runtimeGetVersion()),
            "nvrtc": list(cp.cuda.nvrtc.getVersion()), "repeats": repeats}

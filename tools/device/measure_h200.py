@@ -6,7 +6,7 @@ Run from the repository root on a machine with an NVIDIA GPU and CuPy:
 
 It writes ``OUT_DIR/h200_measurements.json`` after every section (so a run cut short still
 leaves what it finished) and prints a short summary last.  Each section is the raw half of a
-measurement (``measure_*_raw``); ``gpu_lessons.measure.gpu.*_from_raw`` turns it into GB/s,
+measurement (``measure_*_raw``); the ``*_from_raw`` beside it turns it into GB/s,
 TFLOP/s or cycles next to the models, here and in ``tests/test_measure.py``.
 Sections that fail are recorded with their traceback; the others still run.
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
-from gpu_lessons.measure import cpu, gpu
+from gpu_lessons.measure import cpu, gpu, gpu_compute, gpu_memory, gpu_occupancy, gpu_system
 
 
 def _cmd(args):
@@ -60,7 +60,7 @@ def _gemm_all():
                              ("bf16", (1024, 2048, 4096, 8192, 16384))):
         for n in sizes:
             try:
-                runs.append(gpu.measure_gemm_raw(precision, n, mode="burst"))
+                runs.append(gpu_compute.measure_gemm_raw(precision, n, mode="burst"))
             except Exception as exc:
                 runs.append({"precision": precision, "n": n, "error": repr(exc)[:500]})
             print(f"    gemm {precision} n={n} done", flush=True)
@@ -69,7 +69,7 @@ def _gemm_all():
 
 def _gemm_sustained():
     """8192^3 after 2 s of back-to-back products: the rate at the power limit."""
-    return [gpu.measure_gemm_raw(p, 8192, mode="sustained", repeats=20)
+    return [gpu_compute.measure_gemm_raw(p, 8192, mode="sustained", repeats=20)
             for p in ("fp32", "fp16", "bf16")]
 
 
@@ -103,7 +103,7 @@ def _torch_gemm(torch, dtype, n, mode):
 
 def _gemm_extra():
     """FP16/BF16 8192^3 on uniform [0, 1) data, the same through PyTorch, and the clocks."""
-    runs = [gpu.measure_gemm_raw(p, 8192, data="uniform") for p in ("fp16", "bf16")]
+    runs = [gpu_compute.measure_gemm_raw(p, 8192, data="uniform") for p in ("fp16", "bf16")]
     out = {"cupy_uniform": runs, "torch": []}
     try:
         import torch
@@ -121,11 +121,11 @@ def _gemm_extra():
 
 
 def _access_all(pattern):
-    return [gpu.measure_access_raw(pattern, element_bytes=eb) for eb in (4, 8, 16)]
+    return [gpu_memory.measure_access_raw(pattern, element_bytes=eb) for eb in (4, 8, 16)]
 
 
 def _bank_all():
-    return [gpu.measure_bank_raw(element_bytes=eb, iters=1024) for eb in (4, 8, 16)]
+    return [gpu_memory.measure_bank_raw(element_bytes=eb, iters=1024) for eb in (4, 8, 16)]
 
 
 def _cpu_all():
@@ -142,22 +142,22 @@ def _cpu_all():
 
 SECTIONS = {
     "device": gpu.measure_device_raw,
-    "copy": lambda: gpu.measure_bandwidth_raw("copy"),
-    "triad": lambda: gpu.measure_bandwidth_raw("triad"),
-    "size_sweep": gpu.measure_size_sweep_raw,
+    "copy": lambda: gpu_memory.measure_bandwidth_raw("copy"),
+    "triad": lambda: gpu_memory.measure_bandwidth_raw("triad"),
+    "size_sweep": gpu_memory.measure_size_sweep_raw,
     "stride": lambda: _access_all("stride"),
     "offset": lambda: _access_all("offset"),
-    "stride_l2fetch": lambda: [gpu.measure_access_raw("stride", element_bytes=eb,
-                                                     l2_fetch_granularity=g)
+    "stride_l2fetch": lambda: [gpu_memory.measure_access_raw("stride", element_bytes=eb,
+                                                            l2_fetch_granularity=g)
                                for eb, g in ((4, 32), (4, 128), (8, 32), (16, 32))],
     "bank": _bank_all,
     "gemm": _gemm_all,
     "gemm_sustained": _gemm_sustained,
     "gemm_extra": _gemm_extra,
-    "launch": gpu.measure_launch_raw,
-    "transfers": gpu.measure_transfers_raw,
-    "occupancy": gpu.measure_occupancy_raw,
-    "simt": gpu.measure_simt_raw,
+    "launch": gpu_system.measure_launch_raw,
+    "transfers": gpu_system.measure_transfers_raw,
+    "occupancy": gpu_occupancy.measure_occupancy_raw,
+    "simt": gpu_compute.measure_simt_raw,
     "cpu": _cpu_all,
 }
 
@@ -167,13 +167,13 @@ def summary(result):
     if "copy" in result:
         for k in ("copy", "triad"):
             if k in result:
-                b = gpu.bandwidth_from_raw(result[k])
+                b = gpu_memory.bandwidth_from_raw(result[k])
                 lines.append(f"{k}: {b.gbps:,.0f} GB/s = {100 * b.gbps / 4800:.1f} % of 4800")
     for g in result.get("gemm", []) + result.get("gemm_sustained", []):
         if "error" in g:
             lines.append(f"gemm {g['precision']} n={g['n']}: ERROR {g['error'][:100]}")
         else:
-            r = gpu.gemm_from_raw(g)
+            r = gpu_compute.gemm_from_raw(g)
             pct = f"{100 * r.fraction_of_peak:.0f} %" if r.peak_flops else "?"
             lines.append(f"gemm {g['precision']} n={g['n']} {g['mode']}: {r.tflops:,.1f} TFLOP/s"
                          f" ({pct}), err {g['relative_error']:.1e}; {r.conditions}")
@@ -194,7 +194,7 @@ def summary(result):
         lines.append(f"bank {b['element_bytes']}B cycles/load {pts}")
     extra = result.get("gemm_extra", {})
     for g in extra.get("cupy_uniform", []):
-        lines.append(f"gemm uniform {g['precision']}: {gpu.gemm_from_raw(g).tflops:,.1f} TFLOP/s")
+        lines.append(f"gemm uniform {g['precision']}: {gpu_compute.gemm_from_raw(g).tflops:,.1f} TFLOP/s")
     for g in extra.get("torch", []):
         t = float(np.median(g["timing"]["samples"]))
         lines.append(f"torch {g['precision']} n={g['n']} {g['mode']}: "
@@ -202,16 +202,16 @@ def summary(result):
     if extra:
         lines.append(str(extra.get("nvidia_smi_after")) + " " + str(extra.get("torch_error", "")))
     if "size_sweep" in result:
-        lines.append(repr(gpu.size_sweep_from_raw(result["size_sweep"])))
+        lines.append(repr(gpu_memory.size_sweep_from_raw(result["size_sweep"])))
     if "launch" in result:
-        lines.append(repr(gpu.launch_from_raw(result["launch"])))
+        lines.append(repr(gpu_system.launch_from_raw(result["launch"])))
     if "transfers" in result:
-        lines.append(repr(gpu.transfers_from_raw(result["transfers"])))
+        lines.append(repr(gpu_system.transfers_from_raw(result["transfers"])))
     if "occupancy" in result:
         occ = result["occupancy"]
         lines.append(f"occupancy: {len(occ['rows'])} rows, {len(occ['errors'])} errors")
     if "simt" in result:
-        lines.append(repr(gpu.simt_from_raw(result["simt"])))
+        lines.append(repr(gpu_compute.simt_from_raw(result["simt"])))
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 
     python tools/device/report_h200.py [tests/data/h200_measurements.json]
 
-Everything is computed by ``gpu_lessons.measure.gpu.*_from_raw`` (and the models they call),
+Everything is computed by the ``*_from_raw`` functions of ``gpu_lessons.measure.gpu_*`` (and the
+models they call),
 so the document shows exactly what the tests check.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpu_lessons.hardware import gpu as catalog_gpu
-from gpu_lessons.measure import gpu as g
+from gpu_lessons.measure import gpu, gpu_compute, gpu_memory, gpu_occupancy, gpu_system
 
 
 def table(header, rows):
@@ -29,7 +30,7 @@ GEMM_HEADER = ("precision", "n", "data", "mode", "TFLOP/s", "of peak", "SM clock
 
 
 def gemm_row(raw):
-    r = g.gemm_from_raw(raw)
+    r = gpu_compute.gemm_from_raw(raw)
     clock = raw.get("clock") or {}
     lo, hi = clock.get("sm_mhz_min"), clock.get("sm_mhz_max")
     mhz = "—" if lo is None else (f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}") + " MHz"
@@ -48,18 +49,18 @@ def main(path):
           f"driver API {m['cuda_driver']}; CuPy {m['cupy']}; NumPy {m['numpy']}; "
           f"Python {m['python']}\n")
 
-    rep = g.device_report_from_raw(d["device"])
+    rep = gpu.device_report_from_raw(d["device"])
     print("## Device\n")
     print(table(("quantity", "CUDA runtime", "catalog"), rep.rows) + "\n")
 
     print("## Bandwidth\n")
     rows = []
     for key in ("copy", "triad"):
-        b = g.bandwidth_from_raw(d[key])
+        b = gpu_memory.bandwidth_from_raw(d[key])
         rows.append((key, f"{b.array_bytes / 2**20:,.0f} MiB", f"{b.gbps:,.0f} GB/s",
                      f"{100 * b.fraction_of(h200.bandwidth):.1f} %"))
     print(table(("kernel", "array", "bandwidth", "of 4,800 GB/s"), rows) + "\n")
-    st = g.size_sweep_from_raw(d["size_sweep"])
+    st = gpu_memory.size_sweep_from_raw(d["size_sweep"])
     print(table(("working set", "copy GB/s"),
                 [(f"{s / 2**20:,.0f} MiB", f"{v:,.0f}") for s, v in
                  zip(st.working_set, st.gbps, strict=True)]) + "\n")
@@ -82,8 +83,8 @@ def main(path):
 
     print("## Strided and misaligned copies vs the memory model\n")
     for sweep in d["stride"] + d["stride_l2fetch"] + d["offset"]:
-        sector = g.access_sweep_from_raw(sweep, fetch_bytes=32)
-        fetch = g.access_sweep_from_raw(sweep)  # the granularity the runtime reported
+        sector = gpu_memory.access_sweep_from_raw(sweep, fetch_bytes=32)
+        fetch = gpu_memory.access_sweep_from_raw(sweep)  # the granularity the runtime reported
         print(f"{sweep['element_bytes']}-byte elements by {sweep['pattern']}, L2 fetch "
               f"granularity {sweep['l2_fetch_granularity']} B, reference "
               f"{sector.reference_gbps:,.0f} GB/s\n")
@@ -98,21 +99,21 @@ def main(path):
 
     print("## Shared-memory bank conflicts\n")
     for raw in d["bank"]:
-        b = g.bank_sweep_from_raw(raw)
+        b = gpu_memory.bank_sweep_from_raw(raw)
         print(f"{b.element_bytes}-byte loads\n")
         print(table(("stride", "model wavefronts", "measured cycles/load", "ratio"),
                     [(s, w, f"{c:.2f}", f"{r:.2f}") for s, w, c, r in
                      zip(b.strides, b.wavefronts, b.cycles_per_load, b.ratio, strict=True)]) + "\n")
 
     print("## Launch latency, host copies, occupancy, SIMT kernels\n")
-    ll = g.launch_from_raw(d["launch"])
+    ll = gpu_system.launch_from_raw(d["launch"])
     print(table(("method", "µs per kernel"),
                 [(k, f"{v * 1e6:.2f}") for k, v in ll.as_dict().items()]) + "\n")
-    tr = g.transfers_from_raw(d["transfers"])
+    tr = gpu_system.transfers_from_raw(d["transfers"])
     print(table(("copy", "GB/s"), [(r.kind, f"{r.gbps:,.1f}") for r in tr.rows]) + "\n")
-    occ = g.occupancy_from_raw(d["occupancy"])
+    occ = gpu_occupancy.occupancy_from_raw(d["occupancy"])
     print(f"occupancy: {len(occ.rows)} configurations, {len(occ.mismatches)} mismatches\n")
-    sm = g.simt_from_raw(d["simt"])
+    sm = gpu_compute.simt_from_raw(d["simt"])
     print(table(("kernel", "n", "time", "useful GB/s", "correct"),
                 [(k, f"{n:,}", f"{t * 1e6:,.1f} µs", f"{gb:,.0f}", ok)
                  for k, n, t, gb, ok in sm.rows]))

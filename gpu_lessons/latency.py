@@ -4,9 +4,9 @@ The workload
     Each warp loops over iterations of ``a·j`` independent ALU instructions followed by ``j``
     independent loads (``a`` = ``alu_per_load``, ``j`` = ``ilp``, loads in flight per warp);
     the next iteration needs the loaded data.  A load's data arrives ``L`` cycles after it
-    issues.  One warp scheduler (an SM sub-partition: 4 per SM since Volta, each issuing one
-    warp instruction per cycle — Volta, Ampere and Hopper whitepapers) picks a ready warp
-    every cycle.
+    issues.  One warp scheduler (an SM sub-partition: 4 per SM since Maxwell, each issuing
+    one warp instruction per cycle — Maxwell, Volta, Ampere and Hopper whitepapers) picks a
+    ready warp every cycle.
 
 Closed form (one scheduler, ``n`` warps)
     A warp alone issues ``I = j·(a+1)`` instructions per iteration; its last load issues
@@ -63,8 +63,9 @@ LATENCY_SOURCE = ("a round figure for HBM latency under load: a pointer chase on
 #: tools/device/pointer_chase.py, docs/measured/h200.md): L1, L2 (near partition), HBM3e.
 H200_UNLOADED_LATENCY_NS = {level: measured(f"h200.pointer_chase.{level.lower()}_ns").value
                             for level in ("L1", "L2", "HBM")}
-#: Warp schedulers per SM: 4 processing blocks per SM on Volta, Turing, Ampere, Ada and
-#: Hopper, each dispatching one warp instruction per clock (NVIDIA architecture whitepapers).
+#: Warp schedulers per SM: 4 processing blocks per SM on Maxwell, GeForce Pascal, Volta, Turing,
+#: Ampere, Ada and Hopper (GP100 had 2), each dispatching one warp instruction per clock (NVIDIA
+#: architecture whitepapers; docs/misconceptions.md M03).
 SCHEDULERS_PER_SM = 4
 POLICIES = ("gto", "lrr")
 
@@ -90,9 +91,10 @@ def issue_rate(warps, *, alu_per_load: int, latency: float, ilp: int = 1,
     instruction each: every warp then stretches its ``I`` instructions over ``n·I`` cycles,
     they all reach their loads together and all wait together, so one round takes
     ``n·(I − 1) + L`` cycles: ``R(n) ≈ min(1, n·I / (n·(I − 1) + L))`` (within about 12 %
-    of :func:`simulate`; exact when ``I = 1``).  This bunching is why GPUs moved to
-    greedy/two-level schedulers (Narasiman et al., "Improving GPU Performance via Large
-    Warps and Two-Level Warp Scheduling", MICRO 2011).
+    of :func:`simulate`; exact when ``I = 1``).  This bunching is what research
+    schedulers such as two-level scheduling address (Narasiman et al., "Improving GPU
+    Performance via Large Warps and Two-Level Warp Scheduling", MICRO 2011); NVIDIA does not
+    document the policy its GPUs use (docs/misconceptions.md M20).
 
     ``warps`` may be a number or a NumPy array (a whole curve in one call); ``latency`` in
     cycles.

@@ -291,7 +291,7 @@ def test_conv2d_grouped_batched_fp16_hand_case():
 
 def test_multiply_add_part_is_labelled_in_flops():
     # The parts table puts this row under a "FLOPs" column, so its label must say that each
-    # multiply-add is counted as 2 (E7). Hand case: 2x3 @ 3x4 = 24 multiply-adds = 48 FLOPs;
+    # multiply-add is counted as 2 (M16). Hand case: 2x3 @ 3x4 = 24 multiply-adds = 48 FLOPs;
     # conv 4x4 input, 3x3 filter, padding 1, 1 -> 1 channel: M = 4, 16·9 = 144 MACs = 288 FLOPs.
     for k, flops in ((costs.gemm(2, 4, 3), 48), (conv2d(4, 3, 1, 1, padding=1), 288)):
         label, part_flops, _ = k.parts[0]
@@ -320,8 +320,8 @@ def test_seed_counts_half_the_flops_and_omits_the_input(x, k, c_in, c_out, paddi
         return
     seed = conv2d_macs_no_input(x, k, c_in, c_out, padding=padding, stride=stride)
     fixed = conv2d(x, k, c_in, c_out, padding=padding, stride=stride)
-    assert fixed.flops == 2 * seed.flops  # E7: FLOPs = 2 × multiply-adds
-    assert fixed.bytes - seed.bytes == 4 * x * x * c_in  # E7: the input map X²·Cin in fp32
+    assert fixed.flops == 2 * seed.flops  # M16: FLOPs = 2 × multiply-adds
+    assert fixed.bytes - seed.bytes == 4 * x * x * c_in  # M16: the input map X²·Cin in fp32
 
 
 @pytest.mark.parametrize("call, name", [
@@ -357,7 +357,7 @@ def test_attention_prefill_hand_case():
 
 
 def test_decode_attention_is_about_one_flop_per_byte_in_fp16():
-    # E12: one new token over L = 4096 cached tokens, h = 32, d = 128, fp16:
+    # M17: one new token over L = 4096 cached tokens, h = 32, d = 128, fp16:
     # FLOPs 4·32·4096·128; bytes 2·(2·32·4096·128 + 2·32·128) → I = L/(L+1) = 0.99976
     k = attention_decode(4096, n_heads=32, head_dim=128)
     assert k.intensity == pytest.approx(4096 / 4097)

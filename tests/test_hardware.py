@@ -1,11 +1,13 @@
-"""The GPU catalog against the datasheets (numbers typed from facts.md §2, not read from the code)."""
+"""The GPU catalog against the datasheets (numbers typed from the whitepapers and datasheets of
+docs/sources.md, not read from the code)."""
 
 import pytest
 
 from gpu_lessons import hardware
 from gpu_lessons.hardware import compute_peak, gpu, memory_bandwidth
 
-# (catalog name, CC, SMs, GB/s, FP32 TFLOP/s, FP16 tensor TFLOP/s dense) from facts.md §2.
+# (catalog name, CC, SMs, GB/s, FP32 TFLOP/s, FP16 tensor TFLOP/s dense) from NVIDIA's whitepapers
+# and datasheets (docs/sources.md).
 DATASHEET = [
     ("V100 SXM2", "7.0", 80, 900, 15.7, 125),
     ("A100 SXM4 80GB", "8.0", 108, 2039, 19.5, 312),
@@ -47,7 +49,7 @@ def test_every_number_has_a_source(g):
 
 
 @pytest.mark.parametrize("g", hardware.catalog().values(), ids=lambda g: g.name)
-def test_seed_formulas_reproduce_the_datasheet_within_2_percent(g):
+def test_peak_formulas_reproduce_the_datasheet_within_2_percent(g):
     """pi = N_cores x f x 2 and beta = bus width x data rate, wherever the inputs are known."""
     checked = 0
     if (pi := g.pi_from_cores()) is not None:
@@ -63,7 +65,7 @@ def test_seed_formulas_reproduce_the_datasheet_within_2_percent(g):
 
 
 def test_h200_bandwidth_from_the_device_reported_bus():
-    # facts.md: 3201 MHz DDR x 2 x 6016-bit bus / 8 = 4.81 TB/s
+    # the H200's CUDA runtime (docs/measured/h200.md): 3201 MHz DDR x 2 x 6016-bit bus / 8 = 4.81 TB/s
     assert memory_bandwidth(6016, 2 * 3201e6) == pytest.approx(4.814e12, rel=1e-3)
     assert gpu("h200").beta_from_bus() == pytest.approx(4.814e12, rel=1e-3)
 

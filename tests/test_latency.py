@@ -148,7 +148,7 @@ def test_littles_law_other_gpus():
     ("H200", 16),        # CC 9.0: 64 warps per SM
 ])
 def test_max_warps_per_scheduler(name, per_scheduler):
-    # facts.md §1 table (max warps/SM) / 4 warp schedulers per SM (architecture whitepapers)
+    # Programming Guide table (max warps/SM) / 4 warp schedulers per SM (architecture whitepapers)
     assert L.littles_law(name).max_warps_per_scheduler == per_scheduler
 
 

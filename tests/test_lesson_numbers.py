@@ -360,7 +360,7 @@ def test_every_measured_number_in_a_lesson_is_checked(number):
             if start >= 0:
                 spans.append((start, start + len(_squash(q.text))))
     unchecked = []
-    for sentence in re.finditer(r"[^.!?¶]+(?:[.!?](?=\s)|¶|$)", text):
+    for sentence in re.finditer(r"(?:[^.!?¶]|[.!?](?=\S))+", text):   # "1.50" stays whole
         s = sentence.group(0)
         if "`" in s or not _REPORTING.search(s):
             continue

@@ -565,7 +565,8 @@ def test_device_attributes_match_the_catalog(rec):
     a = r.attributes
     assert r.catalog_name == "H200 SXM" and r.cc == H200.cc
     assert a["multiprocessor_count"] == H200.sms and a["l2_cache_size"] == H200.l2_bytes
-    # facts.md section 1, read off an H200: 233472 B shared/SM, 232448 opt-in, 1 KB reserved
+    # read off an H200 with the CUDA runtime (docs/measured/h200.md): 233472 B shared/SM, 232448
+    # opt-in, 1 KB reserved
     assert (a["max_shared_memory_per_multiprocessor"], a["max_shared_memory_per_block_optin"],
             a["reserved_shared_memory_per_block"]) == (233472, 232448, 1024)
     # beta = 6016 bit / 8 x 2 x 3201 MHz = 4.814 TB/s, the datasheet's 4.8 TB/s

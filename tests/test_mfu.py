@@ -87,7 +87,7 @@ def test_parameters_match_torch_model(ref):
 
 @pytest.mark.parametrize("ref", CONFIGS, ids=[c["name"] for c in CONFIGS])
 def test_torch_backward_is_twice_forward(ref):
-    # Erratum E4 from the counter itself: training = 3 x forward, not 2 x.
+    # M31 from the counter itself: training = 3 x forward, not 2 x.
     assert ref["forward_backward_flops"] == 3 * ref["forward_flops"]
 
 
@@ -281,7 +281,7 @@ def test_megatron_hfu_over_mfu_ratio():
     assert u.hfu / u.mfu == pytest.approx(expected, rel=1e-12)
 
 
-# -- the seed's formulas and their corrections (errata E1-E6) -------------------------------------
+# -- the often-quoted formulas and their corrections (M27, M29-M32, M18) ------------------------
 
 def test_e1_name_is_model_flops_utilization():
     assert "Model FLOPs Utilization" in mfu.__doc__

@@ -1,8 +1,9 @@
 """The occupancy calculator against published figures, hand derivations and the CUDA runtime.
 
-Every expected number below comes from outside the code: the CUDA Best Practices Guide, the
-seed's erratum E10 (measured on an H200), a derivation written next to the case from the rules
-in reference/facts.md section 1, or (tests/data/h200_occupancy.json) what
+Every expected number below comes from outside the code: the CUDA Best Practices Guide,
+misconception M19 of docs/misconceptions.md (measured on an H200), a derivation written next to
+the case from the rules of cuda_occupancy.h and the CUDA C++ Programming Guide's
+compute-capability tables, or (tests/data/h200_occupancy.json) what
 cuOccupancyMaxActiveBlocksPerMultiprocessor returned on an H200.
 """
 
@@ -75,10 +76,10 @@ def test_catalog_gpu_gives_the_same_answer_as_its_cc():
     assert occupancy(gpu="H100", threads_per_block=256, registers_per_thread=40).cc == "9.0"
 
 
-# -- (2) the seed's 65536/64 example and erratum E10 -------------------------------------------
+# -- (2) the often-quoted 65536/64 example, and M19 ---------------------------------------------
 
 def test_resolve_picks_the_table_row_from_a_cc_or_a_gpu():
-    # CC 9.0 (H100, facts.md §1): 64 warps and 32 blocks per SM; CC 8.6 (RTX 3090): 48 and 16.
+    # CC 9.0 (H100; Programming Guide tables): 64 warps and 32 blocks per SM; CC 8.6 (RTX 3090): 48 and 16.
     spec, name = resolve(gpu="H100")
     assert (spec.cc, spec.max_warps_per_sm, spec.max_blocks_per_sm, name) == \
         ("9.0", 64, 32, "H100 SXM5")
@@ -103,8 +104,8 @@ def test_seed_64_registers_gives_1024_threads():
 
 
 @pytest.mark.parametrize("cc", ["8.0", "9.0", "10.0"])
-def test_erratum_e10_40_registers_gives_48_warps_not_51(cc):
-    # E10 (measured with the CUDA runtime on an H200): 40 x 32 = 1,280 registers per warp,
+def test_m19_40_registers_gives_48_warps_not_51(cc):
+    # M19 (measured with the CUDA runtime on an H200): 40 x 32 = 1,280 registers per warp,
     # 16,384 // 1,280 = 12 warps per sub-partition, x 4 = 48 warps; the naive
     # 65,536 / 1,280 = 51.2 is wrong.  256-thread blocks: 48 // 8 = 6 blocks.
     r = occupancy(cc=cc, threads_per_block=256, registers_per_thread=40,
@@ -415,7 +416,7 @@ def test_curve_arrays_are_read_only():
 
 
 def test_blocks_per_sm_arrays_hand_derived():
-    # E10 (6 blocks), BPG 320 threads on 7.0 would be 4 but here CC 9.0: W = 10, 48 // 10 = 4;
+    # M19 (6 blocks), BPG 320 threads on 7.0 would be 4 but here CC 9.0: W = 10, 48 // 10 = 4;
     # 64 regs x 1024 threads -> 1 block; 65 regs x 1024 -> cannot launch (see above)
     got = blocks_per_sm(cc="9.0", threads_per_block=[256, 320, 1024, 1024],
                         registers_per_thread=[40, 37, 64, 65], shared_mem_per_block=0)
@@ -495,8 +496,9 @@ def test_carveout_minus_one_means_default():
 
 # -- the data file -----------------------------------------------------------------------------
 
-def test_table_matches_facts_md_and_has_sources():
-    # reference/facts.md section 1: max warps, max blocks, smem/SM max (KB), opt-in (KB)
+def test_table_matches_the_programming_guide_and_has_sources():
+    # CUDA C++ Programming Guide, compute-capability tables: max warps, max blocks, smem/SM max
+    # (KB), opt-in (KB)
     facts = {"7.0": (64, 32, 96, 96), "7.5": (32, 16, 64, 64), "8.0": (64, 32, 164, 163),
              "8.6": (48, 16, 100, 99), "8.7": (48, 16, 164, 163), "8.9": (48, 24, 100, 99),
              "9.0": (64, 32, 228, 227), "10.0": (64, 32, 228, 227), "12.0": (48, 24, 100, 99)}
@@ -511,7 +513,7 @@ def test_table_matches_facts_md_and_has_sources():
         assert s.registers_per_sm == 65536 and s.register_unit == 256
         assert list(s.sm_shared_sizes) == sorted(s.sm_shared_sizes)
         assert len(s.source) > 40
-    # H200 as read with the CUDA runtime (facts.md): 233,472 / 232,448 / 1,024
+    # H200 as read with the CUDA runtime (docs/measured/h200.md): 233,472 / 232,448 / 1,024
     h = table["9.0"]
     assert (h.max_sm_shared, h.shared_per_block_optin, h.reserved_shared_per_block) == \
         (233472, 232448, 1024)
@@ -538,13 +540,13 @@ H200_DATA = Path(__file__).parent / "data" / "h200_occupancy.json"
 COLUMNS = ["kernel", "registers_per_thread", "static_smem", "threads_per_block", "dynamic_smem",
            "carveout", "blocks_per_sm"]
 
-# A few rows in the hardware file's schema, derived by hand from facts.md section 1 (CC 9.0,
+# A few rows in the hardware file's schema, derived by hand from the CC 9.0 rules (CC 9.0,
 # 228 KB SM, 1 KB reserved, 128 B unit), to exercise the checker until the real file exists.
 HAND_FIXTURE = {
-    "meta": {"gpu": "hand-derived from reference/facts.md", "cc": "9.0"},
+    "meta": {"gpu": "hand-derived from the CC 9.0 rules", "cc": "9.0"},
     "columns": COLUMNS,
     "rows": [
-        # E10: 40 regs -> 48 warps -> 6 blocks of 256 threads
+        # M19: 40 regs -> 48 warps -> 6 blocks of 256 threads
         ["regs40", 40, 0, 256, 4096, None, 6],
         # 64 regs -> 2,048/warp -> 32 warps -> 1 block of 1024
         ["regs64", 64, 0, 1024, 0, None, 1],

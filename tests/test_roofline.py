@@ -5,7 +5,8 @@ References (none is this package's own output):
   A100 FP32 19.5 / 2.039 = 9.56, H200 FP16 989 / 4.8 = 206.0;
 * NVIDIA "GPU Performance Background User's Guide": V100 FP16 ops:byte ratio 125 / 0.9 = 138.9;
 * A100 whitepaper: L2 bandwidth 5120 bytes/clk (V100: 2048) at the 1410 MHz (1530 MHz) boost;
-* hardware measurements in shared/reference/facts.md §5 (H200 GEMM and copy rates, V100 copy):
+* hardware measurements (H200 GEMM and copy rates: docs/measured/h200.md; V100 copy: CUDA C++
+  Best Practices Guide §10.2.1.3):
   every measured run must sit on or under its roofline.
 """
 
@@ -85,7 +86,7 @@ def test_l2_roofline_has_a_lower_ridge():
 
 
 def test_rtx4090_accumulate_choice():
-    # Ada whitepaper App. A: FP16 tensor 165.2 TFLOP/s with FP32 accumulate, 330.3 with FP16 (E6)
+    # Ada whitepaper App. A: FP16 tensor 165.2 TFLOP/s with FP32 accumulate, 330.3 with FP16 (M18)
     assert Roofline.from_gpu("4090", "fp16").peak_flops == pytest.approx(165.2e12)
     fast = Roofline.from_gpu("4090", "fp16", accumulate="fp16")
     assert fast.peak_flops == pytest.approx(330.3e12)
@@ -120,7 +121,7 @@ def test_classify_hand_cases():
     low = r.classify(0.5)  # 20× below the ridge of 10
     assert low.bound == "memory-bound" and low.margin == pytest.approx(20)
     assert low.fraction_of_peak == pytest.approx(0.05)
-    at = r.classify(10)  # the seed's rule: I ≥ I_max is compute-bound
+    at = r.classify(10)  # the usual rule: I ≥ I_max is compute-bound
     assert at.bound == "compute-bound" and at.margin == pytest.approx(1)
     high = r.classify(40)
     assert high.bound == "compute-bound" and high.margin == pytest.approx(4)
@@ -156,7 +157,7 @@ def test_axpy_on_a100_hand_case():
 
 
 def test_decode_attention_is_memory_bound_and_prefill_compute_bound_on_every_gpu():
-    # E12: decode ≈ 1 FLOP/byte in FP16, prefill of 4096 tokens = 2048 FLOP/byte; every catalog
+    # M17: decode ≈ 1 FLOP/byte in FP16, prefill of 4096 tokens = 2048 FLOP/byte; every catalog
     # GPU's FP16 ridge lies between them (V100 139 … RTX 4090 164, H100 295)
     decode = costs.attention_decode(4096, n_heads=32, head_dim=128)
     prefill = costs.attention_prefill(4096, n_heads=32, head_dim=128)
@@ -171,7 +172,7 @@ def test_decode_attention_is_memory_bound_and_prefill_compute_bound_on_every_gpu
     assert b.attainable == pytest.approx(3.35e12 * 4096 / 4097)
 
 
-# -- measurements sit under the roof (facts.md §5) --------------------------------------------------
+# -- measurements sit under the roof (docs/measured/h200.md; Best Practices Guide) --------------
 
 def test_h200_fp16_gemm_measurement():
     # cuBLAS FP16 GEMM 8192³ on an H200 ran at ≈ 800 TFLOP/s of 989 (81 %)
@@ -184,7 +185,7 @@ def test_h200_fp16_gemm_measurement():
 
 
 def test_measured_rates_never_beat_the_roofline():
-    # (gpu, precision, kernel, measured rate, which rate): facts.md §5
+    # (gpu, precision, kernel, measured rate, which rate): docs/measured/h200.md, Best Practices Guide
     n = 1 << 28
     copy = costs.elementwise(n, flops_per_element=0, reads=1, writes=1)
     gemm16 = costs.gemm(8192, 8192, 8192, "fp16")

@@ -94,7 +94,7 @@ def test_recomputation_raises_hfu_not_mfu(ex):
     assert bars["MFU (exact count)"] == pytest.approx(100 * GPT2_TRAIN * 1.5e5 / A100_BF16)
 
 
-# -- the seed's RTX 4090 pitfall (erratum E6) -----------------------------------------------------
+# -- the RTX 4090's FP16-accumulate peak (M18) -----------------------------------------------------
 
 def test_rtx4090_wrong_peak_halves_mfu():
     ex = mfu_explorer(gpu="RTX 4090", precision="fp16")

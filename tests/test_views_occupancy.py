@@ -2,7 +2,7 @@
 
 References: the CUDA runtime on an H200 (``cuOccupancyMaxActiveBlocksPerMultiprocessor``,
 tests/data/h200_occupancy.json), the CUDA C++ Best Practices Guide §11.1.1 example (CC 7.0,
-37 registers: 128 threads → 75 %, 320 threads → 63 %), hand derivations from facts.md §1, and
+37 registers: 128 threads → 75 %, 320 threads → 63 %), hand derivations from the compute-capability rules, and
 direct calls of :mod:`gpu_lessons.occupancy`.
 """
 

@@ -1,7 +1,7 @@
 """Roofline explorer: the plot shows the roofline model's numbers, and every control moves them.
 
 References: datasheet peaks and bandwidths (H100 SXM5 FP16 dense 989.4 TFLOP/s, 3.35 TB/s HBM3;
-A100 FP32 19.5 TFLOP/s, 2.039 TB/s; NVIDIA whitepapers, see reference/facts.md §2), hand-derived
+A100 FP32 19.5 TFLOP/s, 2.039 TB/s; NVIDIA whitepapers, see docs/sources.md), hand-derived
 kernel intensities (derivations in the comments), and direct calls of the models
 (:mod:`gpu_lessons.costs`, :mod:`gpu_lessons.roofline`) built independently of the view.
 """
@@ -85,7 +85,7 @@ def test_default_state():
     assert gemm["y"] == pytest.approx(989.4)
     assert gemm["bound"] == "compute-bound"
     # Decode attention over 4096 cached tokens: 4·L·d FLOPs per head over (2·L·d + 2·d)·2 bytes
-    # = 16384 / 16388 FLOP/byte ≈ 1 (erratum E12: memory-bound).
+    # = 16384 / 16388 FLOP/byte ≈ 1 (M17: memory-bound).
     dec = pts["attention decode"]
     assert dec["x"] == pytest.approx(16384 / 16388)
     assert dec["bound"] == "memory-bound"

@@ -274,7 +274,7 @@ QUESTIONS = (
                         "compiler moved buf out of them.", value="registers"),
                 Mistake("per_sm_region", "L1 may cache local data, but local memory is not a "
                         "region of an SM (a common misreading): it is per-thread storage whose "
-                        "home is further down the ladder.", value="L1 / shared"),
+                        "home is further down the ladder (M11).", value="L1 / shared"),
                 Mistake("l2", "L2 caches local data on its way, but a cache only holds copies: "
                         "where is the home of the bytes it caches?", value="L2"),
                 Mistake("constant", "the constant cache holds read-only __constant__ data; "

@@ -187,7 +187,7 @@ QUESTIONS = (
             integer=True,
             mistakes=(
                 Mistake("lines", "that counts 128-byte lines; memory moves in 32-byte sectors, "
-                        "four per line, and only the touched ones move.", value=_aos_lines),
+                        "four per line, and only the touched ones move (M14).", value=_aos_lines),
                 Mistake("soa", "that would be the cost if the {field} values were contiguous "
                         "(a structure of arrays); here they are {bytes} bytes apart.",
                         value=_aos_soa),
@@ -219,7 +219,7 @@ QUESTIONS = (
             rtol=1e-9,
             mistakes=(
                 Mistake("lines", "that counts 128-byte lines; the unit that moves is the "
-                        "32-byte sector.", value=_lines_of),
+                        "32-byte sector (M14).", value=_lines_of),
                 Mistake("span", "that counts every sector between the lowest and highest "
                         "address; sectors no lane touches do not move.", value=_span_sectors),
                 Mistake("distinct_addresses", "that counts distinct addresses; lanes whose "
@@ -309,7 +309,7 @@ QUESTIONS = (
                 Mistake("like_row_zero", "that is what row 0 costs; the other rows start at "
                         "other offsets from a 32-byte boundary.", value=_like_row_zero),
                 Mistake("lines", "that counts 128-byte lines; memory moves in 32-byte "
-                        "sectors.", value=_row_lines),
+                        "sectors (M14).", value=_row_lines),
             ),
         ),
     ),

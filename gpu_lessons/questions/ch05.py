@@ -283,7 +283,7 @@ QUESTIONS = (
             mistakes=(
                 Mistake("sparse_peak", "looks like the sparse (2:4) peak, which vendors print "
                         "at 2× the dense figure (or the peak of a precision twice as fast). "
-                        "Rooflines use the dense peak of the precision the kernel runs in.",
+                        "Rooflines use the dense peak of the precision the kernel runs in (M18).",
                         value=lambda ref, **p: 2 * ref),
                 Mistake("half", "that is half the ridge: the roof of a precision half as fast, "
                         "or a peak counted in multiply-adds (half the FLOPs). The question asks "
@@ -396,7 +396,7 @@ QUESTIONS = (
                         "point: round up.",
                         value=lambda ref, **p: ref - 1),
                 Mistake("macs", "that counts each multiply-add as one FLOP; it is two, so a "
-                        "smaller matrix reaches the ridge.",
+                        "smaller matrix reaches the ridge (M16).",
                         value=lambda ref, gpu, precision: _gemm_ridge_size(
                             gpu, precision, flops_per_mac=1)),
                 Mistake("no_c", "C has to be written back to DRAM too: count its bytes.",
@@ -432,7 +432,7 @@ QUESTIONS = (
             rtol=1e-9,
             mistakes=(
                 Mistake("macs", "M²·K²·Cin·Cout counts multiply-adds (the shortcut's formula); "
-                        "a multiply-add is 2 FLOPs.", value=_conv_macs),
+                        "a multiply-add is 2 FLOPs (M16).", value=_conv_macs),
                 Mistake("input_side", "the layer computes an M x M output, not x by x: use the "
                         "output side.", value=_conv_input_side),
                 Mistake("no_floor", "the output side is a whole number: floor the division "

@@ -245,7 +245,7 @@ def _occupancy_cc90_edges() -> list[dict]:
     def case(t, r, s):
         return {"threads_per_block": t, "registers_per_thread": r, "shared_mem_per_block": s}
 
-    return [case(256, 40, 0),        # E10: 48 warps, not 51 -> 0.75
+    return [case(256, 40, 0),        # M19: 48 warps, not 51 -> 0.75
             case(32, 16, 0),         # 1-warp blocks: the 32-block cap -> 0.5
             case(96, 32, 0),         # 3-warp blocks: 21 blocks by warps -> 63/64
             case(1024, 64, 0),       # 2,048 registers/warp: 32 warps -> 0.5
@@ -508,12 +508,12 @@ QUESTIONS = (
                 Mistake("pooled_registers", "registers are not handed out from one pool of "
                         "65,536, thread by thread: each warp gets a multiple of 256, and a "
                         "warp's registers come from one of 4 sub-partitions of 16,384 (so 40 "
-                        "registers per thread allow 48 warps, not 51).",
+                        "registers per thread allow 48 warps, not 51; M19).",
                         value=_pooled_registers),
                 Mistake("no_sub_partitions", "rounding each warp's registers up to 256 is "
                         "right, but a warp's registers come from one of 4 sub-partitions of "
                         "16,384, not from one pool of 65,536: count the warps each "
-                        "sub-partition holds.", value=_no_sub_partitions),
+                        "sub-partition holds (M19).", value=_no_sub_partitions),
                 Mistake("no_block_cap", "a CC 9.0 SM also holds at most 32 blocks, whatever "
                         "the other resources allow (it matters for small blocks).",
                         value=_no_block_cap),

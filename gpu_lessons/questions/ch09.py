@@ -214,7 +214,7 @@ QUESTIONS = (
                         value=_step_with(lambda f: f.forward)),
                 Mistake("times_two", "the backward pass costs about 2× the forward (a matmul "
                         "for the input gradient and one for the weight gradient), so training "
-                        "is about 3× forward, not 2×.",
+                        "is about 3× forward, not 2× (M31).",
                         value=_step_with(lambda f: 2 * f.forward)),
                 Mistake("half", "half the time: either each multiply-add was counted as one "
                         "FLOP, or the peak is the sparse (2:4) figure, twice the dense one.",
@@ -269,7 +269,7 @@ QUESTIONS = (
                         "The MLP is two matmuls of s × h × d_ff: 4·s·h·d_ff FLOPs, not 8.",
                         value=_shortcut),
                 Mistake("attention_macs", "the attention part is counted in multiply-adds "
-                        "(4·s·h² + 2·s²·h per sequence); in FLOPs it is 8·s·h² + 4·s²·h.",
+                        "(4·s·h² + 2·s²·h per sequence); in FLOPs it is 8·s·h² + 4·s²·h (M29).",
                         value=_part("attention_macs")),
                 Mistake("mlp_eight", "the MLP is two matmuls of s × h × d_ff: 4·s·h·d_ff FLOPs "
                         "per sequence, not 8.", value=_part("mlp_eight")),
@@ -307,7 +307,7 @@ QUESTIONS = (
             mistakes=(
                 Mistake("sparse_or_fp8", "that divides by a peak twice the dense BF16 one: the "
                         "2:4 sparse (or FP8) figure. MFU uses the dense peak of the precision "
-                        "the model trains in.", value=lambda ref, **p: ref / 2),
+                        "the model trains in (M18).", value=lambda ref, **p: ref / 2),
                 Mistake("no_backward", "the model FLOPs of a training step include the "
                         "backward pass (about 2× the forward).", value=lambda ref, **p: ref / 3),
                 Mistake("one_gpu", "the tokens/s is the whole job's: divide by the peak of "
@@ -351,7 +351,7 @@ QUESTIONS = (
             mistakes=(
                 Mistake("fp16_accumulate", "that is the {gpu}'s peak with FP16 accumulation; "
                         "mixed-precision training accumulates in FP32, where a GeForce card "
-                        "runs at half that rate.", value=_acc16),
+                        "runs at half that rate (M18).", value=_acc16),
                 Mistake("unchanged", "that is nanoGPT's figure against the A100's peak; "
                         "convert it to the {gpu}'s.", value=lambda ref, gpu, printed: printed),
                 Mistake("fp32_cores", "that divides by the FP32 CUDA-core peak; BF16 matmuls "
@@ -379,7 +379,7 @@ QUESTIONS = (
             mistakes=(
                 Mistake("mfu", "MFU counts only the FLOPs the model needs (forward and "
                         "backward, 72·B·s·l·h²·(...)); eq. 3's 96 = 4 × 24 also counts the "
-                        "recomputed forward pass (PaLM App. B).", value="MFU"),
+                        "recomputed forward pass (PaLM App. B; M27).", value="MFU"),
             ),
         ),
     ),

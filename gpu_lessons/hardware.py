@@ -239,10 +239,11 @@ def gpu(name) -> GPU:
 
 # -- measured figures ------------------------------------------------------------------------------
 
-#: The units a measured figure may carry, with their size in the SI base unit (s, B/s; a
-#: percentage as a fraction; a rate per SM clock as itself).
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12, "%": 0.01,
-         "warp instructions/clock/SM": 1.0}
+#: The units a measured figure may carry, with their size in the SI base unit (s, B/s, FLOP/s,
+#: Hz, bytes; a percentage as a fraction; counts and rates per SM clock as themselves).
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "TB/s": 1e12,
+         "TFLOP/s": 1e12, "MHz": 1e6, "B": 1.0, "%": 0.01, "cycles": 1.0,
+         "instructions/warp": 1.0, "B/clock/SM": 1.0, "warp instructions/clock/SM": 1.0}
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,8 @@ class Measured:
 
     @property
     def si(self) -> float:
-        """The value in the SI base unit: seconds for times, bytes/s for bandwidths, a fraction
-        for a percentage."""
+        """The value in the SI base unit: seconds for times, bytes/s for bandwidths, FLOP/s,
+        Hz for clocks, a fraction for a percentage."""
         return self.value * UNITS[self.unit]
 
     @property

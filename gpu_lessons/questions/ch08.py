@@ -37,8 +37,8 @@ def _busy(n_kernels, kernel_us, **kw) -> float:
 def _min_kernel_us(n_kernels, target, **kw) -> float:
     """The shortest kernel (µs) that keeps the GPU busy ``target`` % of the step, bisected on
     the model (the busy share grows with the kernel's length).  200 kernels, 90 %: kernels
-    shorter than a 4.7 µs launch leave the GPU waiting, step = 200·4.7 + d + 5.1, and
-    200·d / (945.1 + d) = 0.9 at d = 4.27 µs."""
+    shorter than a 6.05 µs launch leave the GPU waiting, step = 200·6.05 + d + 4.92, and
+    200·d / (1,214.92 + d) = 0.9 at d = 5.49 µs."""
     low, high = 1e-3, 1e4
     if _busy(n_kernels, high, **kw) < target:
         return float("nan")
@@ -63,7 +63,7 @@ def _distinct(ref, value, rtol: float = 0.02):
 
 def _batch_knee(fixed_us, per_item_us, **kw) -> float:
     """The smallest whole batch whose kernel (``fixed + per_item·batch`` µs) lasts at least one
-    launch (4.7 µs on an H200): ``ceil((launch − fixed) / per_item)``, from the model's knee
+    launch (6.05 µs on an H200): ``ceil((launch − fixed) / per_item)``, from the model's knee
     (:func:`gpu_lessons.system.batch_sweep`), rounded up as a count must be."""
     knee = batch_sweep([1], fixed_us=fixed_us, per_item_us=per_item_us, **kw).knee_batch
     whole = round(knee)

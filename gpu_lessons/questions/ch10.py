@@ -6,10 +6,10 @@ references are what the course's diagnosis tools say about them (:func:`capstone
 :func:`capstone.diagnose`: Nsight Compute's Speed Of Light rule, a unit at 60 % of its peak or
 more is the bottleneck).  Each kernel's time says where it comes from:
 
-* ``float4_x``: *measured* — the H200 strided-copy run with the same warp access pattern
-  (4-byte elements at stride 4, its useful bandwidth read with
-  ``hardware.measured("h200.strided_copy.float_stride4_useful_gbs")``; docs/measured/h200.md,
-  "4-byte elements by stride");
+* ``float4_x``: *measured* — the H200 strided-copy run with the same warp access pattern and
+  size (62,914,560 floats at stride 4: ``hardware.measured("h200.strided_copy.float_stride4_us")``
+  and its useful bandwidth, ``...float_stride4_useful_gbs``; docs/measured/h200.md, "4-byte
+  elements by stride");
 * ``staged``: *model-derived* — :func:`gpu_lessons.latency.compare` (600 ns loaded latency);
 * the decode step: *model-derived* — :func:`gpu_lessons.system.compare_modes` with the H200's
   measured launch costs.
@@ -49,13 +49,13 @@ __global__ void get_x(const float4* __restrict__ p, float* __restrict__ x) {
 
 @cache
 def _float4_kernel():
-    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) at the useful bandwidth
-    the H200 measured for the same pattern (1,696 GB/s: 297 µs)."""
+    """x of 62,914,560 float4 points: 503 MB useful (x read, x written) in the time the H200
+    measured for the same pattern and size (296.72 µs: 1,696 GB/s useful)."""
     cost = costs.elementwise(_N, flops_per_element=0, reads=1, writes=1, name="copy x")
     return capstone.MysteryKernel(
         key="float4_x", title="Read the x of every float4 point", code=_FLOAT4_CODE,
         gpu="H200 SXM", precision="fp32", sizes=f"{_N:,} float4 points (x: 240 MiB out)",
-        cost=cost, seconds=cost.bytes / _float4_bandwidth(), measured=True,
+        cost=cost, seconds=measured("h200.strided_copy.float_stride4_us").si, measured=True,
         time_source=f"measured: strided_copy_4 at stride 4, {_float4_bandwidth() / 1e9:,.0f} GB/s "
                     f"useful, the same warp access pattern (docs/measured/h200.md, '4-byte "
                     f"elements by stride')",

@@ -410,7 +410,7 @@ class ConfigResult:
     warps_per_sm: int
     occupancy: float
     loads_in_flight_per_sm: int     # warp-wide loads
-    bandwidth: float                # predicted DRAM bandwidth, B/s, whole GPU
+    bandwidth: float                # predicted DRAM bandwidth of the loads, B/s, whole GPU
     fraction_of_peak: float
     limiter: str
 
@@ -462,6 +462,13 @@ def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> C
 
     Per SM: warps = ``occupancy(...).warps_per_sm``; loads in flight = warps × ILP;
     bandwidth ≈ SMs × min(loads in flight × bytes / latency, issue bound, peak / SMs).
+
+    The "predicted DRAM bandwidth" counts **loads only**: it is the rate at which the warps
+    bring data in, each load waited for.  To turn it into a kernel's time, divide the bytes the
+    kernel *reads* by it, not the bytes read and written: a store does not wait for DRAM, so a
+    kernel whose stores follow its loads (a copy, a scale) takes about its reads' time.  Its
+    stores do use DRAM bandwidth too, which the cap at the peak does not see (compare read +
+    written bytes per second with the peak separately).
     """
     from .hardware import gpu as lookup
     from .occupancy import occupancy

@@ -692,6 +692,20 @@ def test_ch10_references():
         100 * 2.5 * 503_316_480 / 296.72e-6 / 4.8e12)
     assert _ref("10.float4_fix") == "B"
     assert _ref("10.float4_fix", order="tensor threads stage soa") == "D"
+    # mystery B: 58,368 + 1,024 B per block -> 233,472 // 59,392 = 3 blocks = 24 warps per SM;
+    # each warp keeps one 128-byte load in flight per 2 + 1,188 cycles (600 ns at 1,980 MHz):
+    # 24 x 128 / 1,190 B per cycle per SM x 1.98e9 x 132 SMs = 674.7 GB/s of *loads*.  The time
+    # is the bytes read at that rate (the stores follow the barrier and wait for nothing):
+    # 2^26 x 4 / 674.7e9 = 397.9 µs, DRAM (read + written) at 2^29 / 397.9 µs = 28 % of 4.8 TB/s
+    # and compute at 2^26 / 397.9 µs = 0.13 % of 66.9 TFLOP/s: both below 60 %, latency-bound
+    from gpu_lessons.capstone import evidence
+    from gpu_lessons.questions import ch10
+
+    load_rate = 24 * 128 / (2 + 600e-9 * 1.98e9) * 1.98e9 * 132
+    staged = ch10._staged_kernel()
+    assert staged.seconds == pytest.approx(2**26 * 4 / load_rate)
+    assert staged.seconds == pytest.approx(397.9e-6, abs=0.05e-6)
+    assert evidence(staged).dram_fraction == pytest.approx(2**29 / (2**28 / load_rate) / 4.8e12)
     assert _ref("10.staged_verdict") == "latency-bound"
     # 4 blocks: 233,472 / 4 = 58,368 B each, minus the 1,024 B reservation: 14,336 floats;
     # 5 blocks: 46,694 -> 46,592 (128-B units) - 1,024 = 45,568 B = 11,392 -> 11,264 floats

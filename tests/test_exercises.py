@@ -412,6 +412,24 @@ def test_ch01_references():
     assert _ref("01.gpu_workload", order="sum list add") == "C"
 
 
+def test_ch01_asks_nothing_in_warps():
+    """Lesson 01 teaches threads and SMs; warps come in lesson 02.  So chapter 01's questions ask
+    and explain in threads, in every variant; a mistake message may name warps only as lesson
+    02's, for a learner who read ahead."""
+    from gpu_lessons.questions import audit, load
+
+    for q in load(1):
+        for params in audit.variants(q):
+            b = q.bind(params)
+            assert "warp" not in (b.prompt + (b.hint or "")).lower(), (q.id, params)
+            assert "warp" not in getattr(b.answer, "units", "").lower(), q.id
+            for m in b.answer.mistakes:
+                assert "warp" not in m.message.lower() or "lesson 02's warps" in m.message, m.key
+    law = find("01.loads_per_thread")
+    assert "threads at a time" in law.prompt and law.answer.units == "loads per thread"
+    assert audit.problems(law) == []
+
+
 def test_ch02_references():
     # H100, 256 threads: 2,048 / 256 = 8 blocks per SM x 132 = 1,056 at once; 1,601 blocks take
     # 2 waves: 1,601 / 2,112

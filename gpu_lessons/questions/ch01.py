@@ -250,7 +250,8 @@ QUESTIONS = (
                         "of the size the question gives.",
                         value=lambda ref, gpu, latency_ns, load_bytes:
                         None if load_bytes == 4 else ref * load_bytes / 4),
-                Mistake("warps", "that counts warps (32 threads each); the question counts "
+                Mistake("per_32_threads", "that is 32 times too many: it shares the loads "
+                        "among groups of 32 threads (lesson 02's warps); the question counts "
                         "loads per thread.", value=lambda ref, **p: ref * 32),
                 Mistake("rounded", "store the exact quotient; rounding to whole loads comes "
                         "after.", when=lambda x, ref, **p: float(x).is_integer()
@@ -282,7 +283,8 @@ QUESTIONS = (
                 Mistake("times_bytes", "bytes_per_thread multiplies where it should divide: "
                         "wider loads mean fewer threads.",
                         value=lambda e, bytes_per_thread, **kw: e * bytes_per_thread ** 2),
-                Mistake("warps", "that counts warps (32 threads each); return threads.",
+                Mistake("per_32_threads", "that is 32 times too few: it counts groups of 32 "
+                        "threads (lesson 02's warps); return threads.",
                         value=lambda e, **kw: e / 32),
                 Mistake("gbs_only", "mixed units: GB/s is 10⁹ bytes per second and ns is 10⁻⁹ s "
                         "— converted together, or not at all, their product is bytes.",

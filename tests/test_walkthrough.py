@@ -1,11 +1,13 @@
 """The times the course states come from the recorded walk-through (docs/measured/walkthrough.md,
-made by tools/walkthrough.py): each lesson's header and the README's notebook table say what the
-table says, the table's arithmetic holds, and it was made from the lessons as they are now."""
+made by tools/walkthrough.py): each lesson's header, each exercise set's header (in exercises/ and
+solutions/) and the README's notebook table say what the table says, the table's arithmetic
+holds, and it was made from the lessons as they are now."""
 
 import importlib.util
 import json
 import math
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -72,6 +74,41 @@ def test_the_lesson_header_states_the_walked_time(path):
     header = "".join(nb["cells"][0]["source"])
     stated = ROWS[f"notebooks/{path.stem}"]["stated"]
     assert f"**Time:** about {stated} minutes." in header
+
+
+EXERCISE_SETS = sorted((ROOT / "exercises").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", EXERCISE_SETS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_the_exercise_header_states_the_walked_time(path):
+    """Exercise and solution notebooks share their header: the exercise set's walked time."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    header = "".join(nb["cells"][0]["source"])
+    stated = ROWS[f"exercises/{path.stem}"]["stated"]
+    assert header.startswith("# Exercises ")
+    assert header.split("\n\n")[1] == f"**Time:** about {stated} minutes."
+
+
+def test_the_tools_read_the_same_table():
+    """sync_exercises.py writes the headers from the record through walkthrough.stated_minutes,
+    which reads the same "stated" column as this test."""
+    assert WALK.stated_minutes() == {name: r["stated"] for name, r in ROWS.items()}
+
+
+def test_apply_with_the_recorded_table_changes_nothing(tmp_path, monkeypatch):
+    """--apply, given walks that reproduce the record, rewrites no header and no README row:
+    what it writes is what the tests above expect."""
+    for folder in ("notebooks", "exercises", "solutions"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    monkeypatch.setattr(WALK, "ROOT", tmp_path)
+    walks = [WALK.Walk(name, r["words"], r["cells"], r["run_s"], r["predictions"], r["explorers"],
+                       r["questions"]) for name, r in ROWS.items()]
+    assert all(w.stated_min == ROWS[w.notebook]["stated"] for w in walks)
+    WALK.apply(walks)
+    for path in [*LESSONS, *EXERCISE_SETS, ROOT / "README.md"]:
+        copy = tmp_path / path.relative_to(ROOT)
+        assert copy.read_text(encoding="utf-8") == path.read_text(encoding="utf-8"), path.name
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)

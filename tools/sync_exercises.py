@@ -3,7 +3,8 @@
     .venv/bin/python tools/sync_exercises.py          # rewrite what is out of date
     .venv/bin/python tools/sync_exercises.py --check  # only report (exit 1 when out of date)
 
-Every exercise notebook has the same layout: an introduction (the chapter's title, how the
+Every exercise notebook has the same layout: an introduction (the chapter's title, the time
+the set takes as the recorded walk-through states it in ``docs/measured/walkthrough.md``, how the
 checks work, the tools loaded below), one code cell of imports, then for each question of
 ``gpu_lessons.questions.load(N)``, in order, three cells — the question (``question.markdown``:
 heading, id and points, the prompt with the lesson's own numbers), the answer cell and the
@@ -29,6 +30,10 @@ import nbformat
 from gpu_lessons.questions import CHAPTERS, load
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from walkthrough import stated_minutes, time_line  # noqa: E402  (a sibling script)
+
 FOLDERS = ("exercises", "solutions")
 
 #: Each exercise set's title and the paragraph that says what its first cell loads.
@@ -124,7 +129,9 @@ def notebook_path(folder: str, chapter: int) -> Path:
 def intro(chapter: int) -> str:
     title, tools = INTRO[chapter]
     lesson = notebook_path("exercises", chapter).name
-    return f"# Exercises {chapter:02d} · {title}\n\n{HOW.format(lesson=lesson)}\n\n{tools}"
+    minutes = stated_minutes()[f"exercises/{Path(lesson).stem}"]
+    return (f"# Exercises {chapter:02d} · {title}\n\n{time_line(minutes)}\n\n"
+            f"{HOW.format(lesson=lesson)}\n\n{tools}")
 
 
 def next_line(chapter: int) -> str:

@@ -18,9 +18,12 @@ The allowances are this course's own, stated here so they can be argued with; th
 measured on the machine that runs this script (GPU cells skip without a GPU and cost almost
 nothing).
 
-``--apply`` writes the lesson times into each lesson's header (the "**Time:**" line) and the
-lesson + exercise times into the README's notebook table; ``tests/test_walkthrough.py`` checks
-that the headers and the README agree with the recorded table.
+``--apply`` writes the lesson times into each lesson's header (the "**Time:**" line), the
+exercise sets' times into the headers of their exercise and solution notebooks, and the lesson +
+exercise times into the README's notebook table.  ``tools/sync_exercises.py`` writes the exercise
+headers from the recorded table too (:func:`stated_minutes`), so the two tools agree;
+``tests/test_walkthrough.py`` checks that the headers and the README agree with the recorded
+table.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "docs" / "measured" / "walkthrough.md"
 sys.path.insert(0, str(ROOT / "tools"))
 
 from word_count import notebook_words  # noqa: E402  (a sibling script, not a package)
@@ -52,6 +56,22 @@ _PREDICT = re.compile(r"\bpredict\(")
 _EXPLORER = re.compile(r"\b\w+_explorer\(")
 _CHECK = re.compile(r"\bcheck\(\s*[\"']")
 TIME_LINE = re.compile(r"\*\*Time:\*\* about \d+ minutes\.")
+_ROW = re.compile(r"\| ((?:notebooks|exercises)/\S+) \|.* \| (\d+) min \|$")
+
+
+def time_line(minutes: int) -> str:
+    """The header line that states a notebook's time."""
+    return f"**Time:** about {minutes} minutes."
+
+
+def stated_minutes(record: Path = RECORD) -> dict[str, int]:
+    """The "stated" column of a recorded walk-through: ``{"exercises/01_cpu_vs_gpu": 30, …}``."""
+    rows = {}
+    for line in record.read_text(encoding="utf-8").splitlines():
+        m = _ROW.match(line)
+        if m:
+            rows[m.group(1)] = int(m.group(2))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -140,8 +160,8 @@ Produced by `tools/walkthrough.py` (its docstring gives the method). Time = visi
 execution time of every code cell in a fresh kernel + {CELL_MIN:g} min per code cell (reading the
 code and its output) + {PREDICTION_MIN:g} min per prediction, {EXPLORER_MIN:g} min per explorer and
 {QUESTION_MIN:g} min per graded question, rounded up to {ROUND_MIN} minutes. The allowances are
-the course's own estimates, not measurements. The "stated" column is what each lesson's header
-and the README's notebook table say.
+the course's own estimates, not measurements. The "stated" column is what each lesson's header,
+each exercise set's header and the README's notebook table say.
 
 Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPU cores,
 no GPU (GPU cells skip); {dt.date.today().isoformat()}; the whole walk-through ran in
@@ -152,20 +172,22 @@ no GPU (GPU cells skip); {dt.date.today().isoformat()}; the whole walk-through r
 
 
 def apply(walks: list[Walk]) -> None:
-    """Write the stated times into the lesson headers and the README's notebook table."""
+    """Write the stated times into the lesson headers, the exercise sets' headers (exercise and
+    solution notebooks alike) and the README's notebook table."""
     import nbformat
 
     by_name = {w.notebook: w for w in walks}
     for w in walks:
-        if not w.notebook.startswith("notebooks/"):
-            continue
-        path = ROOT / f"{w.notebook}.ipynb"
-        nb = nbformat.read(path, as_version=4)
-        first = nb.cells[0]
-        new = TIME_LINE.sub(f"**Time:** about {w.stated_min} minutes.", first.source)
-        if new != first.source:
-            first.source = new
-            nbformat.write(nb, path)
+        folder, stem = w.notebook.split("/")
+        folders = ("solutions", "exercises") if folder == "exercises" else (folder,)
+        for f in folders:
+            path = ROOT / f / f"{stem}.ipynb"
+            nb = nbformat.read(path, as_version=4)
+            first = nb.cells[0]
+            new = TIME_LINE.sub(time_line(w.stated_min), first.source)
+            if new != first.source:
+                first.source = new
+                path.write_text(nbformat.writes(nb, version=4, indent=1) + "\n", encoding="utf-8")
     readme = ROOT / "README.md"
     lines = readme.read_text(encoding="utf-8").splitlines()
     out = []

@@ -132,6 +132,7 @@ from .simt_result import (
     ArrayStats,
     Event,
     Race,
+    SharedArray,
     ShuffleRead,
     SimResult,
     Stats,
@@ -140,8 +141,8 @@ from .simt_result import (
 )
 
 __all__ = ["KINDS", "MEMORY_KINDS", "WARP_SIZE", "AccessMap", "ArrayStats", "Dim3", "Event",
-           "KernelError", "Lanes", "Race", "ShuffleRead", "SimResult", "SimtError", "Stats",
-           "UninitialisedRead", "WarpContext", "run"]
+           "KernelError", "Lanes", "Race", "SharedArray", "ShuffleRead", "SimResult", "SimtError",
+           "Stats", "UninitialisedRead", "WarpContext", "run"]
 
 #: Per-block and per-dimension limits of every compute capability since 2.0 (Programming
 #: Guide, "Compute Capabilities", Table "Technical Specifications").
@@ -643,6 +644,10 @@ class WarpContext:
             a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes
+            sim = self._sim
+            sim.shared_bytes = max(sim.shared_bytes, self._b.shared_top)
+            if name not in sim.shared_arrays:
+                sim.shared_arrays[name] = SharedArray(name, nbytes, _caller_line())
             known = self._sim.shapes.setdefault(name, ("shared", shape, dtype.itemsize))
             if known != ("shared", shape, dtype.itemsize):
                 raise SimtError(f"two arrays are called {name!r} ({known[0]} "
@@ -1096,6 +1101,8 @@ class _Sim:
         self.shuffle_reads: list[ShuffleRead] = []
         self.barriers = 0
         self.count = 0
+        self.shared_bytes = 0                            # the most one block declared
+        self.shared_arrays: dict[str, SharedArray] = {}  # name -> first declaration
 
     def note(self, text: str):
         if len(self.notes) < 50 and text not in self.notes:
@@ -1347,4 +1354,6 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
                      notes=tuple(sim.notes), barriers=sim.barriers,
                      totals=_stats(events), array_shapes=sim.shapes,
                      uninitialised_reads=tuple(sim.uninitialised),
-                     shuffle_reads=tuple(sim.shuffle_reads))
+                     shuffle_reads=tuple(sim.shuffle_reads),
+                     shared_bytes_per_block=sim.shared_bytes,
+                     shared_arrays=tuple(sim.shared_arrays.values()))

@@ -165,6 +165,20 @@ class ShuffleRead:
 
 
 @dataclass(frozen=True)
+class SharedArray:
+    """A ``__shared__`` array a block declared (``t.shared``): its name, its bytes and the
+    kernel line that declared it."""
+
+    name: str
+    nbytes: int
+    line: int | None
+
+    def __str__(self) -> str:
+        where = f" (line {self.line})" if self.line is not None else ""
+        return f"{self.name}: {self.nbytes:,} B{where}"
+
+
+@dataclass(frozen=True)
 class Stats:
     """Totals over a set of warp instructions.
 
@@ -446,7 +460,12 @@ class SimResult:
     ``notes``: things worth a look that are not errors, in words (uninitialised shared reads,
     warps meeting at different barriers, shuffles reading inactive lanes);
     ``uninitialised_reads``, ``shuffle_reads``: the same hazards as data;
-    ``arrays``: :class:`ArrayStats` per array name (kernel arguments and shared arrays).
+    ``arrays``: :class:`ArrayStats` per array name (kernel arguments and shared arrays);
+    ``shared_bytes_per_block``: the static shared memory one block declared, in bytes — its
+    ``t.shared`` arrays laid out one after another, each from a 128-byte boundary, as the
+    simulator places them (the most any block of the run declared; what the occupancy
+    calculator needs as ``shared_mem_per_block``); ``shared_arrays``: those arrays, each with
+    the line that declared it.
     """
 
     kernel: str
@@ -460,6 +479,8 @@ class SimResult:
     totals: Stats
     uninitialised_reads: tuple[UninitialisedRead, ...] = ()
     shuffle_reads: tuple[ShuffleRead, ...] = ()
+    shared_bytes_per_block: int = 0
+    shared_arrays: tuple[SharedArray, ...] = ()
     #: array name -> (space, shape, itemsize), for :attr:`arrays`
     array_shapes: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -557,6 +578,9 @@ class SimResult:
             lines.append(f"  global memory: {t.global_requests} requests, {t.global_sectors} "
                          f"sectors = {t.sectors_per_request:.2f} sectors/request "
                          f"({t.global_efficiency:.0%} of moved bytes used)")
+        if self.shared_bytes_per_block:
+            lines.append(f"  shared memory declared: {self.shared_bytes_per_block:,} B per "
+                         f"block ({', '.join(map(str, self.shared_arrays))})")
         if t.shared_requests:
             lines.append(f"  shared memory: {t.shared_requests} requests, "
                          f"{t.shared_wavefronts} wavefronts, {t.bank_conflicts} bank "
@@ -587,6 +611,7 @@ class SimResult:
                 ("global requests", f"{t.global_requests}"),
                 ("sectors / request",
                  f"{t.sectors_per_request:.2f}" if t.global_requests else "–"),
+                ("shared memory per block", f"{self.shared_bytes_per_block:,} B"),
                 ("shared requests", f"{t.shared_requests}"),
                 ("bank conflicts", f"{t.bank_conflicts}"),
                 ("atomic instructions", f"{t.atomic_instructions}"),

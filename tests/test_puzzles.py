@@ -493,6 +493,37 @@ def ilp_one_at_a_time(t, x, out, n):
         out[i + 128 * k] = x[i + 128 * k] * 2 + 1
 
 
+def occupancy_spare_shared(t, x, out, n):
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    spare = t.shared(11000, np.float32, name="spare")   # 44,000 B the filter does not need
+    tid = t.thread_idx.x
+    spare[tid] = 0.0
+    start = t.block_idx.x * size
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 4] = x[i]
+    with t.else_():
+        tile[tid + 4] = 0.0
+    with t.if_(tid < 4):
+        left = start - 4 + tid
+        with t.if_(left >= 0):
+            tile[tid] = x[left]
+        with t.else_():
+            tile[tid] = 0.0
+        right = start + size + tid
+        with t.if_(right < n):
+            tile[size + 4 + tid] = x[right]
+        with t.else_():
+            tile[size + 4 + tid] = 0.0
+    t.sync()
+    with t.if_(i < n):
+        acc = tile[tid]
+        for k in range(1, 9):
+            acc = acc + tile[tid + k]
+        out[i] = acc
+
+
 def histogram_twice(t, x, hist, n):
     i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
     t.return_if(i >= n)
@@ -536,6 +567,10 @@ BREAKERS = [
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
     ("occupancy", REF.occupancy_kernel, {"block": 1024}, "occupancy", "50 %"),
     ("occupancy", REF.occupancy_kernel, {"block": 32}, "occupancy", "50 %"),
+    # 256 threads, but 1,056 B of tile + 44,000 B of spare shared memory (from byte 1,152):
+    # 45,152 + 1,024 reserved = 46,176 -> 46,208 B per block; 233,472 // 46,208 = 5 blocks
+    # = 40 of 64 warps
+    ("occupancy", occupancy_spare_shared, {"block": 256}, "occupancy", "62.5 %"),
     ("histogram_global", histogram_twice, {}, "atomics_per_element",
      "global atomics per element of x: 2"),
     ("histogram_shared", REF.histogram_global_kernel, {}, "atomic_serialisation",
@@ -733,6 +768,21 @@ def test_budget_limits_by_hand():
     assert [m.value for m in _measure("transpose", "global loads of a")] == [4.0]
     # segmented sums start anywhere: 128 bytes at a 4-byte offset span at most 5 sectors
     assert 4.0 < _measure("segmented_sum", "global loads of x")[0].value <= 5.0
+
+
+def test_occupancy_is_judged_with_the_shared_memory_the_kernel_declares():
+    """The puzzle states registers (the simulator cannot count them) but measures shared memory:
+    the worked kernel's tile of block + 8 floats costs nothing at 256 threads, a spare array
+    costs occupancy, and the failure points at the line that declared it."""
+    r = puzzles.evaluate("occupancy", occupancy_spare_shared, block=256)
+    assert r.correct and r.failure == "occupancy"
+    assert r.message.index("62.5 %") < r.message.index("the budget is at least 75 %")
+    first = occupancy_spare_shared.__code__.co_firstlineno
+    assert r.line == first + 3                  # spare = t.shared(11000, ...)
+    assert f"line {r.line}" in r.message
+    (m,) = [m for m in puzzles.evaluate("occupancy", REF.occupancy_kernel, block=256).measures
+            if "occupancy" in m.name]
+    assert m.value == 48 / 64                   # registers bind: 1,056 B of tile does not
 
 
 def test_occupancy_budget_is_the_best_any_block_reaches():

@@ -655,6 +655,39 @@ def test_shared_memory_limit_and_runaway_loops():
         run(forever, 1, 32, max_instructions=500)
 
 
+def test_result_reports_the_shared_memory_a_block_declared():
+    """What the occupancy calculator needs as shared_mem_per_block, measured from the kernel:
+    a float tile of 264 (1,056 B) at byte 0, then 10 doubles from the next 128-byte boundary
+    (1,152): 1,152 + 80 = 1,232 B per block, each array with the line that declared it."""
+    def two_arrays(t, x):
+        tile = t.shared(264, np.float32, name="tile")
+        spare = t.shared(10, np.float64, name="spare")
+        tile[t.thread_idx.x] = x[t.thread_idx.x]
+        spare[0] = 1.0
+
+    r = run(two_arrays, 2, 64, np.ones(64, np.float32))
+    first = two_arrays.__code__.co_firstlineno
+    assert r.shared_bytes_per_block == 1_232
+    assert [(a.name, a.nbytes, a.line) for a in r.shared_arrays] == [
+        ("tile", 1_056, first + 1), ("spare", 80, first + 2)]
+    assert "shared memory declared: 1,232 B per block" in repr(r)
+    assert "1,232 B" in r._repr_html_()
+
+    def none(t, x):
+        x[t.thread_idx.x] = 0.0
+
+    r = run(none, 1, 32, np.ones(32, np.float32))
+    assert r.shared_bytes_per_block == 0 and r.shared_arrays == ()
+    assert "shared memory declared" not in repr(r)
+
+    def block_zero_only(t, x):       # the most any block declared
+        if t.block_idx.x == 0:
+            t.shared(1000, np.float32, name="big")
+        x[t.thread_idx.x] = 0.0
+
+    assert run(block_zero_only, 2, 32, np.ones(32, np.float32)).shared_bytes_per_block == 4_000
+
+
 def test_teaching_kernel_inputs_are_checked():
     with pytest.raises(ValueError, match="power of two"):
         K.simulate("reduce_sequential", block=96)

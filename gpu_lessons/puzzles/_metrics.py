@@ -201,13 +201,18 @@ def _shuffle_inactive_reads(result, case, array, params):
 
 
 def _occupancy_metric(result, case, array, params):
-    """Theoretical occupancy of the learner's launch with the kernel's stated resources."""
+    """Theoretical occupancy of the learner's launch: the block size it chose, the registers the
+    puzzle states (the compiler's count, which the simulator cannot know) and the static shared
+    memory the kernel's blocks declared, as the simulator measured it.  When shared memory is
+    what limits, the line to blame is the declaration of the largest shared array."""
     block = result.block.x * result.block.y * result.block.z
-    smem = params["shared_bytes"](block)
     occ = _occupancy.occupancy(params["cc"], threads_per_block=block,
                                registers_per_thread=params["registers"],
-                               shared_mem_per_block=smem)
-    return occ.occupancy, None
+                               shared_mem_per_block=result.shared_bytes_per_block)
+    line = None
+    if "shared memory" in occ.limiters and result.shared_arrays:
+        line = max(result.shared_arrays, key=lambda a: a.nbytes).line
+    return occ.occupancy, line
 
 
 METRICS: dict[str, Metric] = {

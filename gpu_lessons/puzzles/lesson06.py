@@ -8,7 +8,9 @@ from ._core import Budget, Puzzle
 OCCUPANCY = S(6, "2. Occupancy and the limits on resident warps")
 HIDING = S(6, "7. A model of latency hiding: warps × independent work")
 
-#: What the compiler gives the box-filter kernel (stated, as ptxas -v would report it).
+#: What the compiler gives the box-filter kernel (stated, as ptxas -v would report it: the
+#: simulator cannot count registers).  Its shared memory is not stated: the simulator measures
+#: what the learner's blocks declare (``SimResult.shared_bytes_per_block``).
 BOX_REGISTERS = 40
 BOX_RADIUS = 4
 
@@ -46,9 +48,9 @@ PUZZLES = (
         goal="A 9-point box filter, `out[i] = x[i-4] + … + x[i+4]` (0 outside the array), "
              "with each block staging its values and a halo of 4 on each side in a shared "
              f"tile of `block + 8` floats. The compiler gives this kernel {BOX_REGISTERS} "
-             "registers per thread. Write the kernel for any block size, and choose "
-             "`BLOCK` (a multiple of 32) so that an H100 keeps as many warps resident as "
-             "this kernel can have.",
+             "registers per thread; the check measures the shared memory your blocks "
+             "declare. Write the kernel for any block size, and choose `BLOCK` (a multiple "
+             "of 32) so that an H100 keeps as many warps resident as this kernel can have.",
         params=("x", "out", "n"), outputs=("out",),
         spec="out = np.convolve(x, np.ones(9, np.float32), mode='same')",
         launch_text="grid ⌈n / BLOCK⌉, block BLOCK (your choice)", lines=26,
@@ -62,8 +64,7 @@ PUZZLES = (
                         f"{BOX_REGISTERS} registers × 32 lanes = 1,280 per warp; 16,384 "
                         "registers per sub-partition hold 12 warps, × 4 = 48 of 64",
                         section=OCCUPANCY,
-                        params={"cc": "9.0", "registers": BOX_REGISTERS,
-                                "shared_bytes": lambda block: 4 * (block + 2 * BOX_RADIUS)}),
+                        params={"cc": "9.0", "registers": BOX_REGISTERS}),
                  Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
                         "on each side of every block boundary", array="x",
                         limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),

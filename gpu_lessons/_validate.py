@@ -73,14 +73,33 @@ def dimensions(**named) -> tuple[int, ...]:
     return tuple(integer(name, v, low=1) for name, v in named.items())
 
 
-def launch_dims(name: str, value, *, high: int = 2**31 - 1) -> tuple[int, ...]:
-    """A CUDA grid or block shape: an int, or a tuple or list of 1 to 3 ints, each in
-    ``[1, high]``."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (int(value),)
+def launch_dims(name: str, value, *, high: int | tuple[int, int, int] = 2**31 - 1
+                ) -> tuple[int, int, int]:
+    """A CUDA grid or block shape: an int, or a tuple or list of 1 to 3 ints ``(x, y, z)``,
+    each >= 1 and at most ``high`` (one limit for every axis, or one per axis, as CUDA's
+    ``maxGridSize`` and ``maxThreadsDim``).  Returned as ``(x, y, z)``, a missing axis being 1;
+    a message names the axis: ``block.y must be <= 1024, got 2048``."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = (value,)
     if not isinstance(value, tuple | list) or not 1 <= len(value) <= 3:
-        raise TypeError(f"{name} must be an int or a tuple of 1-3 ints, got {value!r}")
-    return tuple(integer(f"{name}[{i}]", v, low=1, high=high) for i, v in enumerate(value))
+        raise TypeError(f"{name} must be a positive int or a tuple of 1 to 3 positive ints "
+                        f"(x, y, z), got {value!r}")
+    highs = tuple(high) if isinstance(high, tuple | list) else (high,) * 3
+    dims = [integer(f"{name}.{axis}", v, low=1, high=limit)
+            for v, axis, limit in zip(value, "xyz", highs, strict=False)]
+    return (*dims, *[1] * (3 - len(dims)))
+
+
+def shape(name: str, value) -> tuple[int, ...]:
+    """An array's shape: an int, or a non-empty tuple or list of ints, each >= 1
+    (``t.shared(256)``, ``t.shared((2, 128))``); a message names the dimension:
+    ``shape[1] must be >= 1, got 0``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, tuple | list) or not value:
+        raise TypeError(f"{name} must be a positive int or a tuple of positive ints, "
+                        f"got {value!r}")
+    return tuple(integer(f"{name}[{i}]", v, low=1) for i, v in enumerate(value))
 
 
 def _asarray(name: str, value) -> np.ndarray:

@@ -107,7 +107,7 @@ from .kernel_lang import (
     KernelLanguageError,
     validate,
 )
-from .simt import ATOMIC_DTYPES
+from .simt import ATOMIC_DTYPES, MAX_BLOCK_DIM, MAX_GRID_DIM
 
 #: NVRTC options that make the GPU's float arithmetic round as NumPy's does (no fused
 #: multiply-add; division and square root are IEEE-rounded by default).
@@ -2008,17 +2008,6 @@ def _dims_text(d) -> str:
     return str(d[0]) if len(d) == 1 else str(d)
 
 
-def _launch_dims(name, value) -> tuple[int, int, int]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),)
-    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
-        raise TypeError(f"{name} must be a positive int or a tuple of 1 to 3 positive ints, "
-                        f"got {value!r}")
-    dims = [_validate.integer(f"{name}.{a}", v, low=1) for v, a in zip(value, "xyz",
-                                                                         strict=False)]
-    return tuple(dims + [1] * (3 - len(dims)))
-
-
 def launch_args(source: CudaSource, args) -> list:
     """The arguments for ``RawKernel`` in parameter order: device copies of the arrays (flat,
     C order) and NumPy scalars of the exact C types.  Needs CuPy."""
@@ -2049,8 +2038,8 @@ def run_on_gpu(kernel, grid, block, *args, repeats: int = 20, warmup: int = 2,
     still runs first, so a kernel the GPU could not take is reported either way).
     """
     source = to_cuda(kernel, *args)
-    grid3 = _launch_dims("grid", grid)
-    block3 = _launch_dims("block", block)
+    grid3 = _validate.launch_dims("grid", grid, high=MAX_GRID_DIM)
+    block3 = _validate.launch_dims("block", block, high=MAX_BLOCK_DIM)
     threads = block3[0] * block3[1] * block3[2]
     if threads > 1024:
         raise ValueError(f"block={block3} has {threads} threads; a block may have at most 1024")

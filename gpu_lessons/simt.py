@@ -619,7 +619,7 @@ class WarpContext:
         Contents start undefined (NaN for floats); every warp of the block must declare the
         same arrays in the same order.
         """
-        shape = _shape("shape", shape)
+        shape = _validate.shape("shape", shape)
         dtype = np.dtype(dtype)
         _validate.choice("dtype itemsize", dtype.itemsize, (1, 2, 4, 8))
         k = self._shared_calls
@@ -1244,24 +1244,7 @@ def _race_pair(warp: np.ndarray, access: np.ndarray):
 
 
 def _dim3(name: str, value, limits) -> Dim3:
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        value = (value,)
-    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
-        raise TypeError(f"{name} must be a positive int or a tuple of 1 to 3 positive ints "
-                        f"(x, y, z), got {value!r}")
-    dims = [_validate.integer(f"{name}.{axis}", v, low=1, high=hi)
-            for v, axis, hi in zip(value, "xyz", limits, strict=False)]
-    dims += [1] * (3 - len(dims))
-    return Dim3(*dims)
-
-
-def _shape(name: str, value) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (value,)
-    if not isinstance(value, (tuple, list)) or not value:
-        raise TypeError(f"{name} must be a positive int or a tuple of positive ints, "
-                        f"got {value!r}")
-    return tuple(_validate.integer(f"{name}[{i}]", v, low=1) for i, v in enumerate(value))
+    return Dim3(*_validate.launch_dims(name, value, high=limits))
 
 
 def _kernel_params(kernel) -> list[str]:

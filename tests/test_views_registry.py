@@ -20,9 +20,11 @@ def test_registered_explorer_builds_and_updates(name):
     ex = load(name)()
     assert isinstance(ex, Explorer) and ex.title and ex.controls
     assert "gpu-lessons-explorer" in ex._dom_classes   # what the browser test looks for
+    ex.last_update_ms = float("nan")
     ex.update()
     assert ex.warning.value == ""
-    assert math.isfinite(ex.last_update_ms) and ex.last_update_ms >= 0   # timed, for the benchmark
+    # update() times itself for tools/bench_views.py (speed is measured there, never asserted)
+    assert math.isfinite(ex.last_update_ms)
 
 
 def test_unknown_explorer_is_a_key_error():

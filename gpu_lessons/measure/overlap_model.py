@@ -24,6 +24,7 @@ large it was (the compute and the all-reduces slowing each other, the fit's own 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -331,7 +332,9 @@ def report_markdown(m: OverlapMeasurement) -> str:
     lines += [_md_table(("", ""), cond), ""]
     topo = meta.get("topology")
     if topo and not str(topo).startswith("unavailable"):
-        lines += ["GPU links (`nvidia-smi topo -m`):", "", "```", str(topo), "```", ""]
+        # nvidia-smi underlines its header with terminal escape codes even into a pipe
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(topo))
+        lines += ["GPU links (`nvidia-smi topo -m`):", "", "```", plain, "```", ""]
 
     lines += ["## All-reduce alone", ""]
     fit = None

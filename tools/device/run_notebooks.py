@@ -4,7 +4,8 @@
 
 Executes each notebook top to bottom in a fresh kernel (nbclient), records its wall time, and
 collects the text output of every GPU cell (a code cell that follows a markdown cell saying
-"GPU cell (optional)") into ``OUT_DIR/gpu_cells.md``; the executed notebooks go into
+"GPU cell (optional)", or a puzzle's cell that calls ``run_on_gpu``) into
+``OUT_DIR/gpu_cells.md``; the executed notebooks go into
 ``OUT_DIR/executed.tar.gz``.  ``docs/measured/h200.md`` quotes the results.
 """
 
@@ -35,6 +36,11 @@ def text_of(outputs) -> str:
     return "".join(parts).strip()
 
 
+def _is_puzzle_gpu_cell(source: str) -> bool:
+    """A puzzle's optional GPU cell (exercise and solution notebooks): it calls run_on_gpu."""
+    return "run_on_gpu(" in source
+
+
 def main(out_dir: str, paths: list[str]) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -59,11 +65,11 @@ def main(out_dir: str, paths: list[str]) -> int:
             if cell.cell_type == "markdown":
                 gpu_next = "GPU cell (optional)" in cell.source
                 continue
-            if gpu_next:
+            if gpu_next or _is_puzzle_gpu_cell(cell.source):
                 report += ["```python", cell.source, "```", "```text",
                            text_of(cell.get("outputs", []))[:4000], "```", ""]
         data = nbformat.writes(nb).encode()
-        info = tarfile.TarInfo(Path(path).name)
+        info = tarfile.TarInfo(Path(path).as_posix().replace("/", "__"))
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     tar.close()

@@ -41,10 +41,14 @@ def duration(seconds: float, digits: int = 3) -> str:
     return f"{seconds * 1e9:.{digits}g} ns"
 
 
-def percent(fraction: float) -> str:
+def percent(fraction: float, *, signed: bool = False) -> str:
     """A fraction as a percentage with 3 significant figures: ``0.462`` -> ``"46.2 %"``,
-    ``0.00378`` -> ``"0.378 %"`` (one fixed decimal would print that as 0.4 %)."""
-    return f"{100 * fraction:.3g} %"
+    ``0.00378`` -> ``"0.378 %"`` (one fixed decimal would print that as 0.4 %);
+    ``signed=True`` shows the sign of a change: ``0.031`` -> ``"+3.1 %"``."""
+    value = 100 * fraction
+    if abs(value) < 5e-4:       # rounding noise (1e-14 %) is zero, not "3.33e-14 %"
+        return "0 %"
+    return f"{value:{'+' if signed else ''}.3g} %"
 
 
 def ratio(value: float) -> str:

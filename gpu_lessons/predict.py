@@ -27,7 +27,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._format import html_table
+from ._format import html_table, percent
 
 #: How close a numeric guess must be to count as "close": within this factor either way.
 CLOSE_FACTOR = 1.25
@@ -114,7 +114,7 @@ def _stride4_sectors():
     from .memory import global_load, strided
     g = global_load(strided(4))
     return g.sectors, (f"memory model: 32 floats 16 bytes apart span 512 bytes: {g.sectors} "
-                       f"distinct 32-byte sectors, {g.efficiency:.0%} of the moved bytes used")
+                       f"distinct 32-byte sectors, {percent(g.efficiency)} of the moved bytes used")
 
 
 def _gemm_ridge_n():
@@ -137,7 +137,7 @@ def _first_limit():
     r = occupancy(cc="9.0", threads_per_block=256, registers_per_thread=40,
                   shared_mem_per_block=4096)
     return r.limiter, (f"occupancy calculator, CC 9.0, 256 threads, 40 registers, 4 KiB: "
-                       f"{r.warps_per_sm} of 64 warps ({r.occupancy:.0%}), limited by "
+                       f"{r.warps_per_sm} of 64 warps ({percent(r.occupancy)}), limited by "
                        f"{' = '.join(r.limiters)}")
 
 
@@ -283,7 +283,7 @@ class Reveal:
             return "exact" if self.guess == self.answer else "far off"
         r = self.guess / self.answer
         if 1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR:
-            return f"close: within {CLOSE_FACTOR - 1:.0%} of the model"
+            return f"close: within {percent(CLOSE_FACTOR - 1)} of the model"
         return (f"your guess is {r:.2g}× the model's answer" if r > 1
                 else f"your guess is 1/{1 / r:.2g} of the model's answer")
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import html_table
+from ._format import html_table, percent
 from .hardware import WARP_SIZE
 from .memory import BANK_BYTES, BANKS, SECTOR_BYTES
 
@@ -234,11 +234,11 @@ class Stats:
 
     def __repr__(self) -> str:
         parts = [f"{self.instructions} warp instructions, SIMT efficiency "
-                 f"{self.simt_efficiency:.1%}"]
+                 f"{percent(self.simt_efficiency)}"]
         if self.global_requests:
             parts.append(f"global: {self.global_requests} requests, {self.global_sectors} "
                          f"sectors ({self.sectors_per_request:.2f} sectors/request, "
-                         f"{self.global_efficiency:.0%} of moved bytes used)")
+                         f"{percent(self.global_efficiency)} of moved bytes used)")
         if self.shared_requests:
             parts.append(f"shared: {self.shared_requests} requests, {self.shared_wavefronts} "
                          f"wavefronts, {self.bank_conflicts} bank conflicts")
@@ -573,11 +573,11 @@ class SimResult:
         lines = [f"SimResult({self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
                  f", warps take turns in {order})",
                  f"  {t.instructions} warp instructions, SIMT efficiency "
-                 f"{t.simt_efficiency:.1%}"]
+                 f"{percent(t.simt_efficiency)}"]
         if t.global_requests:
             lines.append(f"  global memory: {t.global_requests} requests, {t.global_sectors} "
                          f"sectors = {t.sectors_per_request:.2f} sectors/request "
-                         f"({t.global_efficiency:.0%} of moved bytes used)")
+                         f"({percent(t.global_efficiency)} of moved bytes used)")
         if self.shared_bytes_per_block:
             lines.append(f"  shared memory declared: {self.shared_bytes_per_block:,} B per "
                          f"block ({', '.join(map(str, self.shared_arrays))})")
@@ -607,7 +607,7 @@ class SimResult:
         rows = [("launch", f"{self.kernel}<<<{_dim_text(self.grid)}, "
                            f"{_dim_text(self.block)}>>>"),
                 ("warp instructions", f"{t.instructions}"),
-                ("SIMT efficiency", f"{t.simt_efficiency:.1%}"),
+                ("SIMT efficiency", f"{percent(t.simt_efficiency)}"),
                 ("global requests", f"{t.global_requests}"),
                 ("sectors / request",
                  f"{t.sectors_per_request:.2f}" if t.global_requests else "–"),

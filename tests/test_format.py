@@ -58,6 +58,13 @@ def test_percent_by_hand(fraction, text):
     assert percent(fraction) == text
 
 
+@pytest.mark.parametrize(("fraction", "text"), [(0.031, "+3.1 %"), (-0.23, "-23 %"),
+                                                (-3.3e-16, "0 %"), (2e-16, "0 %")])
+def test_signed_percent_and_rounding_noise(fraction, text):
+    # a change shows its sign; float noise from a subtraction (1e-16) is zero, not "3.3e-14 %"
+    assert percent(fraction, signed=True) == text
+
+
 @pytest.mark.parametrize(("value", "text"), [(0.1666, "0.167"), (61.34, "61.3"),
                                              (1024, "1,024"), (math.inf, "∞"), (99.96, "100")])
 def test_ratio_by_hand(value, text):

@@ -223,11 +223,11 @@ def test_agreement_and_what_the_model_leaves_out(m):
     assert [r.within() for r in cmp_.rows] == [True, False, True]   # 64 MiB: −23 %
     assert cmp_.agreeing == 2 and not cmp_.all_within
     (note,) = cmp_.notes
-    assert note.startswith("buckets of 64 MiB") and "-23.0%" in note
-    assert "+12.5% longer" in note                     # the all-reduces slowed by the GEMMs
+    assert note.startswith("buckets of 64 MiB") and "(-23 %)" in note
+    assert "+12.5 % longer" in note                     # the all-reduces slowed by the GEMMs
     assert "compute slowed by 100.0 µs measured vs 106.7 µs modelled" in note
     text = repr(cmp_)
-    assert "2 of 3 within 20%" in text and "µs" in text and "GB/s" in text
+    assert "2 of 3 within 20 %" in text and "µs" in text and "GB/s" in text
     assert "<table>" in cmp_._repr_html_()
     assert cmp_.markdown().count("\n") == 4            # header, rule, three rows
 
@@ -275,7 +275,7 @@ def test_report_markdown(m):
     assert md.startswith("# Communication/computation overlap")
     assert "α = 10.00 µs" in md and "B = 200.0 GB/s" in md
     assert "| 256 MiB | 1,362.2 µs | 197.06 GB/s | 197.06 GB/s |" in md
-    assert "NCCL_NVLS_ENABLE=0" in md and "2 of 3 within 20%" in md
+    assert "NCCL_NVLS_ENABLE=0" in md and "2 of 3 within 20 %" in md
     assert "- buckets of 64 MiB" in md
 
 
@@ -488,7 +488,7 @@ def test_nccl_set_up_is_read_from_its_log(m):
     raw["meta"]["nccl_init"] = s
     raw["by_rank"][0]["meta"]["sms"] = 132
     md = overlap_model.report_markdown(overlap_from_raw(raw))
-    assert ("24 channels: a collective runs at most 24 thread blocks, one per SM = 18.2% of the "
+    assert ("24 channels: a collective runs at most 24 thread blocks, one per SM = 18.2 % of the "
             "132 SMs") in md
 
 

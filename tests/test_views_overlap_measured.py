@@ -39,7 +39,7 @@ def test_measured_markers_and_model_line(m):
     # the SM slider starts at the measured share (10 %), so the model is the hand-derived one
     assert e.controls["comm_sm_percent"].value == 10
     assert pts["model_us"] == pytest.approx([319.212672, 462.207616, 1362.17728])
-    assert pts["error"] == ["+6.4%", "-23.0%", "-2.7%"]
+    assert pts["error"] == ["+6.4 %", "-23 %", "-2.7 %"]
     # the staircase: caps of k whole layers (32 MiB each) for k = 1..8, plus both ends
     line = panel.line.data
     assert list(line["bucket_mib"]) == [16, *range(32, 257, 32), 512]
@@ -58,7 +58,7 @@ def test_the_sm_slider_moves_the_model_not_the_measurement(m):
                                                                 1362.17728])
     assert list(e.measured.line.data["model_us"]) == pytest.approx(
         list(e.measured.line.data["bare_us"]))
-    assert "With 0% of the SMs taken: 1 of 3 points within 20%" in e.readout.value
+    assert "With 0 % of the SMs taken: 1 of 3 points within 20 %" in e.readout.value
 
 
 def test_readout_has_units_and_says_synthetic(m):
@@ -66,8 +66,8 @@ def test_readout_has_units_and_says_synthetic(m):
     text = e.readout.value
     assert "SYNTHETIC test fixture, not a measurement" in text
     assert "1,600.0 µs alone" in text and "α = 10.00 µs" in text and "B = 200.0 GB/s" in text
-    assert "2 of 3 points within 20%" in text
-    assert "buckets of 64 MiB: measured 600.0 µs, model 462.2 µs (-23.0%)" in text
+    assert "2 of 3 points within 20 %" in text
+    assert "buckets of 64 MiB: measured 600.0 µs, model 462.2 µs (-23 %)" in text
     assert "SYNTHETIC" in e.measured.figure.title.text
 
 

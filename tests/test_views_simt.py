@@ -38,7 +38,7 @@ def test_default_state_matches_hand_count():
     # then-path: even lanes; else-path: odd lanes
     assert grid[0::2, 7:16].all() and not grid[1::2, 7:16].any()
     assert grid[1::2, 16:].all() and not grid[0::2, 16:].any()
-    assert "64.0%" in e.readout.value
+    assert "64 %" in e.readout.value
     assert "200 warp instructions" in e.readout.value  # 8 warps × 25
     assert "4.00 sectors/request" in e.readout.value    # 32 aligned floats: 4 sectors
 
@@ -61,7 +61,7 @@ def test_branch_by_warp_does_not_diverge():
     # each warp takes one path whole: 8 instructions before the paths + (mul, add, store)
     assert _active_grid(e).shape == (32, 11)
     assert _active_grid(e).all()
-    assert "100.0%" in e.readout.value
+    assert "100 %" in e.readout.value
 
 
 def test_colour_by_path_labels():

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from .. import _validate, latency
 from .. import hardware as _hw
-from .._format import duration, html_table
+from .._format import duration, html_table, percent
 from ..occupancy import occupancy
 from .kernel import MysteryKernel
 
@@ -113,7 +113,7 @@ class LatencyPrediction:
             ("staggered", duration(self.staggered_seconds)),
             ("time per run", f"{duration(self.kernel_seconds)} ({kind}); the model "
                              f"({'bunched' if self.bunched else 'staggered'}) is "
-                             f"{self.error:+.1%} off"),
+                             f"{percent(self.error, signed=True)} off"),
         ]
 
     def __repr__(self) -> str:

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import _validate
-from .._format import binary_bytes, html_table
+from .._format import binary_bytes, html_table, percent
 from .timing import median_of
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
@@ -412,9 +412,10 @@ class Contention:
     def __repr__(self) -> str:
         comm = ("not observed" if self.comm_slowdown is None else
                 f"{self.allreduce_alone_us:,.1f} → {self.allreduce_under_us:,.1f} µs per "
-                f"all-reduce ({self.comm_slowdown:+.1%})")
+                f"all-reduce ({percent(self.comm_slowdown, signed=True)})")
         return (f"Contention(compute {self.compute_alone_us:,.1f} → {self.compute_us:,.1f} µs "
-                f"({self.compute_slowdown:+.1%}, comm_sm_fraction {self.comm_sm_fraction:.3f}) "
+                f"({percent(self.compute_slowdown, signed=True)}, "
+                f"comm_sm_fraction {self.comm_sm_fraction:.3f}) "
                 f"beside {self.count} all-reduces of {binary_bytes(self.allreduce_bytes)}; "
                 f"all-reduce {comm})")
 

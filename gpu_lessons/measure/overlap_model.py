@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate, system
-from .._format import binary_bytes, html_table
+from .._format import binary_bytes, html_table, percent
 from .overlap import AllReducePoint, OverlapMeasurement
 
 #: A prediction within this fraction of the measurement counts as agreement.
@@ -71,7 +71,7 @@ class AllReduceFit:
         lo, hi = self.fit_bytes
         return (f"AllReduceFit({self.gpus} GPUs: α = {self.latency_us:,.2f} µs per ring step, "
                 f"B = {self.busbw_gbs:,.1f} GB/s, fitted on {binary_bytes(lo)}–"
-                f"{binary_bytes(hi)}, worst error there {self.worst_residual:.1%})")
+                f"{binary_bytes(hi)}, worst error there {percent(self.worst_residual)})")
 
 
 def fit_allreduce(points, *, min_bytes: float = 0, max_bytes: float = float("inf")) -> AllReduceFit:
@@ -170,7 +170,7 @@ class OverlapRow:
 
 def signed_percent(x: float | None) -> str:
     """``+6.4%``, ``-23.0%``; an em dash for ``None``."""
-    return "—" if x is None else f"{x:+.1%}"
+    return "—" if x is None else f"{percent(x, signed=True)}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -212,8 +212,8 @@ class OverlapComparison:
                      f"{r.predicted_tail_us:,.1f} µs modelled"]
             if c.comm_slowdown is not None:
                 parts.append(f"the model runs every all-reduce at full speed, but beside the "
-                             f"GEMMs they took {c.comm_slowdown:+.1%} longer (phase d)")
-            parts.append(f"the ring fit is off by {res:+.1%} at {binary_bytes(near)}, the "
+                             f"GEMMs they took {percent(c.comm_slowdown, signed=True)} longer (phase d)")
+            parts.append(f"the ring fit is off by {percent(res, signed=True)} at {binary_bytes(near)}, the "
                          f"measured size nearest these buckets' {binary_bytes(size)}")
             out.append("; ".join(parts) + ".")
         return tuple(out)
@@ -232,8 +232,8 @@ class OverlapComparison:
         return (f"Exposed communication on {self.measurement.label}: model with α = "
                 f"{self.fit.latency_us:,.2f} µs, B = {self.fit.busbw_gbs:,.1f} GB/s (fitted), "
                 f"compute {self.measurement.layer_us:,.1f} µs per layer, SM share taken by "
-                f"NCCL {self.comm_sm_fraction:.1%}; {self.agreeing} of {len(self.rows)} within "
-                f"{self.tolerance:.0%}")
+                f"NCCL {percent(self.comm_sm_fraction)}; {self.agreeing} of {len(self.rows)} within "
+                f"{percent(self.tolerance)}")
 
     def __repr__(self) -> str:
         rows = [self._HEAD, *self._rows()]
@@ -319,7 +319,7 @@ def report_markdown(m: OverlapMeasurement) -> str:
     nccl = meta.get("nccl_init") or {}
     if nccl.get("coll_channels"):
         n, sms = nccl["coll_channels"], m.raw["by_rank"][0]["meta"].get("sms")
-        share = f" = {n / sms:.1%} of the {sms} SMs" if sms else ""
+        share = f" = {percent(n / sms)} of the {sms} SMs" if sms else ""
         cond.append(("NCCL set-up (NCCL_DEBUG=INFO)",
                      f"{n} channels: a collective runs at most {n} thread blocks, one per SM"
                      f"{share}; transports {', '.join(nccl.get('transports', [])) or '—'}"))
@@ -359,12 +359,13 @@ def report_markdown(m: OverlapMeasurement) -> str:
               f"{c.n_layers} GEMMs of {c.gemm_n}³ in {c.dtype}: {m.compute_us:,.1f} µs alone "
               f"({m.layer_us:,.1f} µs each, {m.gemm_tflops:,.1f} TFLOP/s).  Beside "
               f"{ct.count} back-to-back all-reduces of {binary_bytes(ct.allreduce_bytes)}: "
-              f"{ct.compute_us:,.1f} µs ({ct.compute_slowdown:+.1%}), so NCCL's kernels took "
-              f"the equivalent of {ct.comm_sm_fraction:.1%} of the GPU from the GEMMs; each "
+              f"{ct.compute_us:,.1f} µs ({percent(ct.compute_slowdown, signed=True)}), "
+              "so NCCL's kernels took "
+              f"the equivalent of {percent(ct.comm_sm_fraction)} of the GPU from the GEMMs; each "
               "all-reduce took " + (
                   "— (none ended while the GEMMs ran)" if ct.comm_slowdown is None else
                   f"{ct.allreduce_under_us:,.1f} µs instead of {ct.allreduce_alone_us:,.1f} µs "
-                  f"alone ({ct.comm_slowdown:+.1%})") + ".", ""]
+                  f"alone ({percent(ct.comm_slowdown, signed=True)})") + ".", ""]
 
     lines += ["## Bucketed all-reduce overlapped with the GEMMs", "",
               _md_table(OverlapMeasurement._HEAD, m._rows()), ""]

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._format import percent
+
 
 @dataclass(frozen=True)
 class PuzzleGpuRun:
@@ -52,7 +54,7 @@ class PuzzleGpuRun:
                 ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
                 ("simulator: shared wavefronts (bank conflicts)",
                  f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
-                ("simulator: SIMT efficiency", f"{self.simt_efficiency:.1%}"),
+                ("simulator: SIMT efficiency", f"{percent(self.simt_efficiency)}"),
                 ("memory model: bytes moved at this size", f"{self.predicted_bytes / 1e6:,.1f} MB")]
         if self.predicted_seconds is not None:
             rows.append(("memory model: time at the catalog bandwidth",

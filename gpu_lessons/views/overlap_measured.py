@@ -17,7 +17,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
-from .._format import binary_bytes
+from .._format import binary_bytes, percent
 from ..measure import overlap, overlap_model
 from ._base import PALETTE
 
@@ -122,8 +122,9 @@ class MeasuredOverlapPanel:
             f"Measured on {m.label}: compute {m.compute_us:,.1f} µs alone "
             f"({m.layer_us:,.1f} µs per layer); all-reduce fitted with α = "
             f"{fit.latency_us:,.2f} µs, B = {fit.busbw_gbs:,.1f} GB/s; beside NCCL the GEMMs "
-            f"ran {c.compute_slowdown:+.1%} longer (SM share {c.comm_sm_fraction:.1%}). "
-            f"With {comm_sm_fraction:.0%} of the SMs taken: {cmp_.agreeing} of {len(cmp_.rows)} "
-            f"points within {cmp_.tolerance:.0%}; the furthest, buckets of "
+            f"ran {percent(c.compute_slowdown, signed=True)} longer "
+            f"(SM share {percent(c.comm_sm_fraction)}). "
+            f"With {percent(comm_sm_fraction)} of the SMs taken: {cmp_.agreeing} of {len(cmp_.rows)} "
+            f"points within {percent(cmp_.tolerance)}; the furthest, buckets of "
             f"{binary_bytes(worst.bucket_bytes)}: measured {worst.measured_us:,.1f} µs, model "
             f"{worst.predicted_us:,.1f} µs ({overlap_model.signed_percent(worst.error)}).")

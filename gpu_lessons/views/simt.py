@@ -19,6 +19,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
+from .._format import percent
 from ..simt import WARP_SIZE
 from ..simt_kernels import BRANCHES, KERNELS, TRANSPOSES, simulate
 from ._base import PALETTE, Explorer, dropdown, slider
@@ -214,10 +215,10 @@ class SimtExplorer(Explorer):
         verdict = "output matches NumPy" if r.correct else "<b>output differs from NumPy</b>"
         self.set_readout(
             f"{sim.kernel}&lt;&lt;&lt;({g.x}, {g.y}, {g.z}), ({b.x}, {b.y}, {b.z})"
-            f"&gt;&gt;&gt;: SIMT efficiency <b>{t.simt_efficiency:.1%}</b> over "
+            f"&gt;&gt;&gt;: SIMT efficiency <b>{percent(t.simt_efficiency)}</b> over "
             f"{t.instructions} warp instructions issued ({_count(g.x * g.y * g.z, 'block')}"
             f" × {_count(sim.warps_per_block, 'warp')}); this warp "
-            f"{here.simt_efficiency:.1%} over {here.instructions}.<br>"
+            f"{percent(here.simt_efficiency)} over {here.instructions}.<br>"
             f"Global memory: {spr}. Shared memory: {t.shared_requests} requests, "
             f"{t.bank_conflicts} bank conflicts ({t.shared_wavefronts} wavefronts). "
             f"Barriers: {sim.barriers}. {races}; {verdict}.")

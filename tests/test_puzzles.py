@@ -547,6 +547,29 @@ def histogram_shared_merge_twice(t, x, hist, n):
         t.atomic_add(hist, tid, 1)
 
 
+
+def dot_by_atomics(t, a, b, out):
+    # correct, but every lane waits its turn on out[0]: the tree is the point of the puzzle
+    tid = t.thread_idx.x
+    with t.if_(tid == 0):
+        out[0] = 0.0
+    t.sync()
+    t.atomic_add(out, 0, a[tid] * b[tid])
+
+
+def stencil_reading_by_atomics(t, x, out, n):
+    # an atomic that adds 0 is a load that returns the old value: it counts as one
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    t.return_if(i >= n)
+    acc = t.local(x[i])
+    with t.if_(i > 0):
+        left = t.atomic_add(x, i - 1, 0.0)
+        acc[...] = acc + left
+    with t.if_(i + 1 < n):
+        right = t.atomic_add(x, i + 1, 0.0)
+        acc[...] = acc + right
+    out[i] = acc
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -555,6 +578,10 @@ BREAKERS = [
     ("split_work", split_work_parity, {}, "simt_efficiency", "SIMT efficiency"),
     ("stencil", stencil_from_global, {}, "loads_per_element", "global loads of x: 2.99 per element"),
     ("dot", dot_two_barriers_per_step, {}, "barriers", "barriers: 15 per block, the budget is 8"),
+    ("dot", dot_by_atomics, {}, "atomic_contention",
+     "atomic contention (lanes of one atomic on one address): 32 lanes"),
+    ("stencil", stencil_reading_by_atomics, {}, "loads_per_element",
+     "global loads of x: 2.99 per element"),
     ("scan_blelloch", scan_exclusive_hillis_steele, {}, "shared_stores_per_element",
      "shared-memory stores: 8 per element"),
     ("matmul_register", matmul_register_reloading, {}, "shared_loads_per_fma",
@@ -594,7 +621,8 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
 
 
 def test_every_metric_has_a_breaker():
-    used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads"}
+    used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
+                                                           "atomic_contention"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
 

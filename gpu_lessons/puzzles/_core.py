@@ -288,6 +288,15 @@ SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
 SHUFFLES_READ_ACTIVE_LANES = Budget(
     "shuffle_inactive_reads", 0, "a shuffle must name only lanes that take part in it (CUDA "
     "leaves the value read from an inactive lane undefined)")
+#: Checked on every puzzle whose kernel uses atomics but whose budgets do not measure them:
+#: there a contended atomic (``t.atomic_add(out, b, v)`` from every lane) would stand in for
+#: the tree, the tiles or the shuffles the puzzle is about.
+UNCONTENDED_ATOMICS = Budget(
+    "atomic_contention", 1, "lanes that update one address take turns: this puzzle needs no "
+    "atomic shared by several lanes (a tree or shuffles combine values without waiting)")
+#: The metrics of the puzzles that are about atomics (the histograms).
+ATOMIC_METRICS = frozenset({"atomics_per_element", "global_atomics_per_block",
+                            "atomic_serialisation", "atomic_contention"})
 
 
 class _Failed(Exception):
@@ -307,7 +316,7 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
         runs = [_run_case(p, kernel, case) for case in _cases(p, seed, choices)]
     except _Failed as stop:
         return stop.result
-    budgets = (*p.budgets, *_implicit(runs))
+    budgets = (*p.budgets, *_implicit(p, runs))
     measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
     measures = tuple(m for _, (m, _, _) in measured)
     for b, (m, case, line) in measured:
@@ -416,10 +425,14 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
     return shown
 
 
-def _implicit(runs) -> tuple[Budget, ...]:
-    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles."""
+def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
+    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles, and atomics
+    where the puzzle's own budgets do not measure them."""
     shuffled = any(r.totals.shuffle_instructions for _, r in runs)
-    return (SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()
+    atomics = (any(r.totals.atomic_instructions for _, r in runs)
+               and not any(b.metric in ATOMIC_METRICS for b in p.budgets))
+    return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
+        ((UNCONTENDED_ATOMICS,) if atomics else ())
 
 
 def _hazard(result: simt.SimResult):

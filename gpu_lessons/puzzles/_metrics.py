@@ -5,6 +5,10 @@ and, where one line of the kernel is to blame, that line (the learner's own line
 Counts are the simulator's: a *request* is one warp-wide load or store instruction, a
 *sector* 32 bytes (``memory.global_load``), a *wavefront* one pass of the 32 banks
 (``memory.shared_load``); "lane loads" count one per active lane.
+
+An atomic reads and writes its word (``atomicAdd(&a[i], 0)`` is a load that returns the old
+value), so every metric of loads or stores counts atomics on that memory as both: a kernel
+cannot read or write around a budget through ``t.atomic_add``.
 """
 
 from __future__ import annotations
@@ -63,9 +67,14 @@ class Metric:
 
 # -- helpers --------------------------------------------------------------------------------------
 
-def _events(result, kind: str, array: str | None = None):
+#: The event kinds that read (``LOADS``) or write (``STORES``) each memory: an atomic does both.
+LOADS = {"global": ("ld.global", "atom.global"), "shared": ("ld.shared", "atom.shared")}
+STORES = {"global": ("st.global", "atom.global"), "shared": ("st.shared", "atom.shared")}
+
+
+def _events(result, kinds: tuple[str, ...], array: str | None = None):
     return [e for e in result.events
-            if e.kind == kind and (array is None or e.array == array)]
+            if e.kind in kinds and (array is None or e.array == array)]
 
 
 def _worst_line(events, key) -> int | None:
@@ -82,9 +91,9 @@ def _blocks(result) -> int:
 
 # -- the metrics ----------------------------------------------------------------------------------
 
-def _sectors(kind):
+def _sectors(kinds):
     def measure(result, case, array, params):
-        evs = _events(result, kind, array)
+        evs = _events(result, kinds, array)
         requests = sum(e.requests for e in evs)
         if not requests:
             return 0.0, None
@@ -107,7 +116,7 @@ def _simt_efficiency(result, case, array, params):
 
 
 def _loads_per_element(result, case, array, params):
-    evs = _events(result, "ld.global", array)
+    evs = _events(result, LOADS["global"], array)
     loads = Counter()
     for e in evs:
         loads[e.line] += e.active
@@ -122,7 +131,7 @@ def _barriers(result, case, array, params):
 
 
 def _shared_stores_per_element(result, case, array, params):
-    evs = _events(result, "st.shared")
+    evs = _events(result, STORES["shared"])
     stores = Counter()
     for e in evs:
         stores[e.line] += e.active
@@ -131,7 +140,7 @@ def _shared_stores_per_element(result, case, array, params):
 
 
 def _shared_loads_per_fma(result, case, array, params):
-    evs = _events(result, "ld.shared")
+    evs = _events(result, LOADS["shared"])
     loads = Counter()
     for e in evs:
         loads[e.line] += e.active
@@ -141,7 +150,7 @@ def _shared_loads_per_fma(result, case, array, params):
 
 
 def _shared_requests_per_block(result, case, array, params):
-    evs = [e for e in result.events if e.kind in ("ld.shared", "st.shared")]
+    evs = _events(result, (*LOADS["shared"], "st.shared"))
     lines = Counter(e.line for e in evs)
     line = lines.most_common(1)[0][0] if lines else None
     return len(evs) / _blocks(result), line
@@ -150,7 +159,8 @@ def _shared_requests_per_block(result, case, array, params):
 def _loads_before_first_store(result, case, array, params):
     """Global loads a warp has issued before its first global store, fewest over the warps
     that store: how many independent loads each thread keeps in flight (memory-level
-    parallelism), since a store needs the data its loads bring."""
+    parallelism), since a store needs the data its loads bring.  An atomic counts as the
+    store (it writes, and its old value comes back only when it is done)."""
     before: dict = {}
     stored: set = set()
     for e in result.events:
@@ -159,16 +169,16 @@ def _loads_before_first_store(result, case, array, params):
             continue
         if e.kind == "ld.global":
             before[key] = before.get(key, 0) + 1
-        elif e.kind == "st.global":
+        elif e.kind in STORES["global"]:
             stored.add(key)
     counts = [before.get(k, 0) for k in stored]
-    first_store = next((e.line for e in result.events if e.kind == "st.global"), None)
+    first_store = next((e.line for e in result.events if e.kind in STORES["global"]), None)
     return (float(min(counts)) if counts else 0.0), first_store
 
 
 def _atomics_per_element(result, case, array, params):
     """Global atomic lane operations per element of ``array`` (the input they count)."""
-    evs = _events(result, "atom.global")
+    evs = _events(result, ("atom.global",))
     lines = Counter()
     for e in evs:
         lines[e.line] += e.active
@@ -177,7 +187,7 @@ def _atomics_per_element(result, case, array, params):
 
 
 def _global_atomics_per_block(result, case, array, params):
-    evs = _events(result, "atom.global")
+    evs = _events(result, ("atom.global",))
     lines = Counter()
     for e in evs:
         lines[e.line] += e.active
@@ -188,11 +198,22 @@ def _global_atomics_per_block(result, case, array, params):
 def _atomic_serialisation(result, case, array, params):
     """Lanes that hit the most contended address, averaged over the global atomic
     instructions: 1 when every lane of an atomic updates its own element."""
-    evs = _events(result, "atom.global")
+    evs = _events(result, ("atom.global",))
     if not evs:
         return 0.0, None
     return (sum(e.serialisation for e in evs) / len(evs),
             _worst_line(evs, lambda e: e.serialisation))
+
+
+def _atomic_contention(result, case, array, params):
+    """The most active lanes of one atomic instruction (global or shared) that hit one address:
+    1 when every atomic's lanes update different elements.  The worst instruction, not an
+    average, so uncontended atomics added to a kernel cannot hide a contended one."""
+    evs = _events(result, ("atom.global", "atom.shared"))
+    if not evs:
+        return 0.0, None
+    worst = max(evs, key=lambda e: e.serialisation)
+    return float(worst.serialisation), worst.line
 
 
 def _shuffle_inactive_reads(result, case, array, params):
@@ -216,10 +237,10 @@ def _occupancy_metric(result, case, array, params):
 
 
 METRICS: dict[str, Metric] = {
-    "load_sectors": Metric("global loads of {array}", "sectors per request", _sectors("ld.global"),
+    "load_sectors": Metric("global loads of {array}", "sectors per request", _sectors(LOADS["global"]),
                            False, _COALESCING_SECTION),
     "store_sectors": Metric("global stores to {array}", "sectors per request",
-                            _sectors("st.global"), False, _COALESCING_SECTION),
+                            _sectors(STORES["global"]), False, _COALESCING_SECTION),
     "bank_conflicts": Metric("shared-memory bank conflicts (wavefronts beyond the ideal)", "",
                              _bank_conflicts, False, (4, "5. Shared memory banks"), None),
     "simt_efficiency": Metric("SIMT efficiency", "%", _simt_efficiency, True,
@@ -254,6 +275,9 @@ METRICS: dict[str, Metric] = {
     "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
                                    _atomic_serialisation, False,
                                    (3, "L2: one cache for the whole GPU"), None),
+    "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
+                                "lanes", _atomic_contention, False,
+                                (3, "L2: one cache for the whole GPU"), None),
     "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
                                      _shuffle_inactive_reads, False,
                                      (7, "5.3 Stable execution paths: divergence and needless "

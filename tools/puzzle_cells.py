@@ -5,7 +5,8 @@
 
 Each puzzle gets a statement (from the puzzle's own definition in ``gpu_lessons.puzzles``), a
 kernel cell (the stub in ``exercises/``, the worked kernel from ``solutions/puzzle_kernels.py``
-in ``solutions/``), a check cell, and for some puzzles a ``show`` cell and a GPU cell.  Every
+in ``solutions/``), a check cell, for some puzzles a ``show`` cell, and an optional GPU cell
+(``puzzles.run_on_gpu``: the kernel translated to CUDA C and timed on the learner's GPU).  Every
 cell it writes carries ``{"gpu_lessons": {"puzzle": <id or "intro">, "role": ...}}`` in its
 metadata; the tool replaces exactly those cells and leaves every other cell alone.  The block
 goes before the notebook's closing "## Done" cell (or at the end).
@@ -31,9 +32,6 @@ KERNELS = ROOT / "solutions" / "puzzle_kernels.py"
 #: Puzzles whose picture is worth a cell of its own (the ones about a pattern you can see).
 SHOW = ("split_work", "stencil", "aos_to_soa", "transpose_naive", "transpose", "matmul_tiled",
         "reduce_tree", "reduce", "reduce_shuffle")
-#: One GPU cell per lesson: the puzzle whose timing on real hardware tells the most.
-GPU = ("blocks", "histogram_shared", "transpose", "matmul_tiled", "ilp", "reduce_shuffle",
-       "softmax")
 
 INTRO = """\
 ## Kernel puzzles
@@ -100,11 +98,11 @@ def puzzle_cells(lesson: int, solution: bool) -> list:
         if p.id in SHOW:
             cells.append(_cell("code", f'puzzles.show("{p.id}", {p.kernel_name}{args})', p.id,
                                "show"))
-        if p.id in GPU:
-            cells.append(_cell("code", f"# Optional, with an NVIDIA GPU: the same kernel in CUDA "
-                                       f"C at a realistic size\n"
-                                       f'puzzles.run_on_gpu("{p.id}", {p.kernel_name})', p.id,
-                               "gpu"))
+        # every puzzle: the learner's own kernel in CUDA C on a GPU, beside the models
+        cells.append(_cell("code", f"# Optional, with an NVIDIA GPU: the same kernel in CUDA "
+                                   f"C at a realistic size\n"
+                                   f'puzzles.run_on_gpu("{p.id}", {p.kernel_name}{args})', p.id,
+                           "gpu"))
     return cells
 
 

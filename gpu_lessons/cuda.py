@@ -4,7 +4,9 @@
 language of :mod:`gpu_lessons.kernel_lang`) into CUDA C, with the Python line beside each CUDA
 line; :func:`run_on_gpu` compiles that source with NVRTC through CuPy, runs it on the same
 NumPy arrays the simulator takes, copies the results back into them and returns the measured
-kernel time.  Without a GPU it prints the course's one skip line and returns ``None``.
+kernel time; :func:`beside_simulator` does both on the same inputs and sets the GPU's time beside
+the simulator's counts and the memory model's time.  Without a GPU they print the course's one
+skip line and return ``None``.
 
 >>> import numpy as np
 >>> def scale(t, x, out, n):
@@ -2089,6 +2091,102 @@ def _run(source: CudaSource, grid, block, args, repeats, warmup, exact) -> GpuRu
             a[...] = cp.asnumpy(d).reshape(a.shape)
     return GpuRun(source.kernel_name, grid, block, device_name(cp),
                   Timing(tuple(samples), warmup, "CUDA events"), shared, int(k.num_regs), exact)
+
+
+@dataclass(frozen=True)
+class BesideSimulator:
+    """One kernel on the same inputs in the simulator and on a GPU, with the models' predictions.
+
+    ``matches``: every array the kernel writes holds the simulator's values bit for bit
+    (compiled with ``-fmad=false``); ``difference``: the first element that differs.  The
+    memory model's time is the bytes the simulator's sectors move (32 B each) over the catalog
+    bandwidth of the GPU it ran on (``None`` for a GPU not in the catalog).
+    """
+
+    gpu: GpuRun
+    matches: bool
+    difference: str | None
+    sectors_per_request: float
+    shared_wavefronts: int
+    bank_conflicts: int
+    simt_efficiency: float
+    moved_bytes: float
+    predicted_seconds: float | None
+    bandwidth: float | None
+
+    def _rows(self):
+        from ._format import bandwidth, duration, percent, ratio
+
+        spr = self.sectors_per_request
+        rows = [("output", "the simulator's, bit for bit" if self.matches
+                 else f"DIFFERS from the simulator's: {self.difference}"),
+                ("measured kernel time", f"{self.gpu.us:,.2f} µs (median of "
+                                         f"{self.gpu.timing.repeats}, CUDA events)"),
+                ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
+                ("simulator: shared wavefronts (bank conflicts)",
+                 f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
+                ("simulator: SIMT efficiency", percent(self.simt_efficiency)),
+                ("memory model: bytes moved", f"{self.moved_bytes:,.0f} B (32 B per sector)")]
+        if self.predicted_seconds is None:
+            rows.append(("memory model: time", f"{self.gpu.device} is not in the course's GPU "
+                                               "catalog, so no bandwidth to divide by"))
+        else:
+            rows.append(("memory model: time at the catalog bandwidth",
+                         f"{duration(self.predicted_seconds)} at {bandwidth(self.bandwidth)} "
+                         f"(measured / predicted = "
+                         f"{ratio(self.gpu.timing.median / self.predicted_seconds)})"))
+        return rows
+
+    def __repr__(self) -> str:
+        head = (f"{self.gpu.kernel}<<<{_dims_text(self.gpu.grid)}, {_dims_text(self.gpu.block)}"
+                f">>> on {self.gpu.device}:")
+        return "\n".join([head, *(f"  {k}: {v}" for k, v in self._rows())])
+
+    def _repr_html_(self) -> str:
+        from ._format import html_table
+
+        return html_table(f"{html.escape(self.gpu.kernel)} on {html.escape(self.gpu.device)}: "
+                          "GPU beside the simulator", ("quantity", "value"), self._rows())
+
+
+def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int = 2):
+    """Run ``kernel`` in the simulator and on the GPU on the same inputs, compare what both
+    wrote, and set the GPU's measured time beside the simulator's counts and the memory
+    model's time (:class:`BesideSimulator`).
+
+    The GPU's results are copied back into ``args`` (as :func:`run_on_gpu` does); the simulator
+    runs on copies.  Without a GPU it prints the course's one skip line and returns ``None``
+    (the translation still runs first).
+    """
+    from . import roofline, simt
+    from .measure.gpu import catalog_gpu, skip_line
+
+    source = to_cuda(kernel, *args)
+    line = skip_line()
+    if line is not None:
+        print(line)
+        return None
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    sim = simt.run(kernel, grid, block, *copies)
+    run = run_on_gpu(kernel, grid, block, *args, repeats=repeats, warmup=warmup)
+    if run is None:      # a CUDA error, reported in one line
+        return None
+    difference = None
+    for p, got, want in zip(source.params, args, copies, strict=True):
+        if p.kind == "array" and p.written and not np.array_equal(got, want, equal_nan=True):
+            i = int(np.flatnonzero(~((got == want) | ((got != got) & (want != want)))
+                                   .ravel())[0])
+            difference = (f"{p.name}[{i}] is {got.ravel()[i].item()!r} on the GPU, "
+                          f"{want.ravel()[i].item()!r} in the simulator")
+            break
+    t = sim.totals
+    moved = float(t.global_sectors * 32)
+    g = catalog_gpu(run.device)
+    predicted = (roofline.kernel_time(0.0, moved, g.peak_flops("fp32"), g.bandwidth)
+                 if g is not None and moved > 0 else None)
+    return BesideSimulator(run, difference is None, difference, t.sectors_per_request,
+                           int(t.shared_wavefronts), int(t.bank_conflicts), t.simt_efficiency,
+                           moved, predicted, g.bandwidth if g is not None else None)
 
 
 # -- compiling without a GPU ----------------------------------------------------------------------

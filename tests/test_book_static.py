@@ -195,3 +195,30 @@ def test_numpy_columns_round_trip():
     docs = _embedded_docs(e.static_html())
     [data] = [d for d in _source_values(docs["docs_json"]) if "label" in d]
     assert data["y"] == [0.0, 1.0, 4.0, 9.0, 16.0]     # a float64 buffer, decoded
+
+
+def _exported(with_widget_state: bool) -> str:
+    """nbconvert's HTML export of a notebook whose one output is an explorer's."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    bundle = _Tiny()._repr_mimebundle_()
+    cell = nbformat.v4.new_code_cell("tiny()")
+    cell.outputs = [nbformat.v4.new_output("execute_result", data=bundle, execution_count=1)]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    if with_widget_state:     # what `nbconvert --execute` (and Lab's "save widget state") store
+        model = bundle[WIDGET_MIME]["model_id"]
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+            "version_major": 2, "version_minor": 0, "state": {model: {}}}}
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    return body
+
+
+def test_nbconvert_html_export_shows_the_static_picture_without_saved_widget_state():
+    """nbconvert picks the widget view only when the notebook saved that widget's state;
+    otherwise the static picture (README: `--ExecutePreprocessor.store_widget_state=False`)."""
+    body = _exported(with_widget_state=False)
+    assert "gpu-lessons-static" in body and "Bokeh.embed.embed_items" in body
+    assert "<b>256 threads</b> on H100 SXM5" in body                  # the readout
+    saved = _exported(with_widget_state=True)
+    assert "gpu-lessons-static" not in saved           # the widget's view wins

@@ -995,6 +995,26 @@ def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     assert "outside its shape" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("pid", IDS)
+def test_show_draws_every_worked_kernel(pid, capsys):
+    """Every puzzle has its picture, with the learner's launch choices passed as for check()
+    (``block=`` is occupancy's launch choice; the warp to draw is ``block_index``/``warp``)."""
+    p = puzzles.find(pid)
+    picture = puzzles.show(pid, getattr(REF, p.kernel_name), **choices_of(p))
+    assert capsys.readouterr().out == ""
+    lanes, memory = picture.children
+    assert lanes.title.text.startswith(f"{p.kernel_name}: block 0, warp 0")
+    drawn = memory.title.text.split()[1].split("[")[0]      # "global a[64]: ..." -> "a"
+    assert drawn == p.picture if p.picture else drawn in p.params     # its own array, else one
+
+
+def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():
+    picture = puzzles.show("occupancy", REF.occupancy_kernel, block_index=1, warp=3, block=128)
+    assert picture.children[0].title.text.startswith("occupancy_kernel: block 1, warp 3")
+    with pytest.raises(ValueError, match="warp"):    # 128 threads: warps 0-3 only
+        puzzles.show("occupancy", REF.occupancy_kernel, warp=4, block=128)
+
+
 def test_results_read_well():
     r = puzzles.evaluate("transpose", transpose_naive)
     assert repr(r) == "PuzzleResult(transpose: failed, first failure: store_sectors)"

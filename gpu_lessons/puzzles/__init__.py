@@ -125,13 +125,15 @@ def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
     return result, args
 
 
-def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bool = False,
-         **choices):
+def show(puzzle_id: str, kernel, *, block_index: int = 0, warp: int = 0,
+         whole_run: bool = False, **choices):
     """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
     over time (which lanes ran each instruction), and the elements of the puzzle's main array
-    that the warp's costliest access to it touched, coloured by lane (``whole_run=True``:
-    every access of the run, coloured by count).
+    (else the array the warp touched most) that the warp's costliest access to it touched,
+    coloured by lane (``whole_run=True``: every access of the run, coloured by count).
 
+    ``block_index``, ``warp``: which warp to draw; ``choices``: the launch parameters the
+    puzzle lets the learner choose, as for :func:`check` (``block=256`` for ``"occupancy"``).
     Prints one line instead when there is nothing to draw (the stub, an error).
     """
     from ..views.kernel_picture import kernel_picture
@@ -147,13 +149,17 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bo
         where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
         print(f"✗ {p.id}: {text}{where}")
         return None
-    step = None
+    block_index = _validate.integer("block_index", block_index, low=0)
+    warp = _validate.integer("warp", warp, low=0)
+    step, array = None, p.picture
     if not _validate.flag("whole_run", whole_run):
-        accesses = [e for e in result.warp_events(block, warp) if e.array == p.picture]
+        accesses = [e for e in result.warp_events(block_index, warp)
+                    if e.array is not None and (array is None or e.array == array)]
         if accesses:  # the first of the most expensive: sectors (global) or wavefronts
-            step = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0)).step
+            costliest = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0))
+            step, array = costliest.step, costliest.array
     row = p.sizes[0][p.picture_row] if p.picture_row else None
-    return kernel_picture(result, array=p.picture, block=block, warp=warp, step=step,
+    return kernel_picture(result, array=array, block=block_index, warp=warp, step=step,
                           row_elements=row)
 
 

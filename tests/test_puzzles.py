@@ -970,8 +970,15 @@ def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
     from gpu_lessons.measure import gpu
 
     monkeypatch.setattr(gpu, "skip_line", lambda: measure.SKIP_LINE.format(why="test"))
-    assert puzzles.run_on_gpu("map", REF.map_kernel) is None
+    assert puzzles.run_on_gpu("map", REF.map_kernel, show_source=False) is None
     assert capsys.readouterr().out.strip() == measure.SKIP_LINE.format(why="test")
+    # by default the learner sees the kernel as CUDA C first, each line with its Python line
+    assert puzzles.run_on_gpu("map", REF.map_kernel) is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith('extern "C" __global__ void map_kernel(const float* a, float* out)')
+    assert "out[i] = a[i] + 10" in out[-3] and out[-3].split("//")[1].strip() == \
+        "out[i] = a[i] + 10"
+    assert out[-1] == measure.SKIP_LINE.format(why="test")
     stub, _ = _stub(puzzles.find("map"))                 # the exercise's GPU cell, untouched
     assert puzzles.run_on_gpu("map", stub) is None
     assert "not attempted" in capsys.readouterr().out

@@ -6,7 +6,7 @@
 Each puzzle gets a statement (from the puzzle's own definition in ``gpu_lessons.puzzles``), a
 kernel cell (the stub in ``exercises/``, the worked kernel from ``solutions/puzzle_kernels.py``
 in ``solutions/``), a check cell, for some puzzles a ``show`` cell, and an optional GPU cell
-(``puzzles.run_on_gpu``: the kernel translated to CUDA C and timed on the learner's GPU).  Every
+(``puzzles.run_on_gpu``: the kernel shown as CUDA C, then run and timed on the learner's GPU).  Every
 cell it writes carries ``{"gpu_lessons": {"puzzle": <id or "intro">, "role": ...}}`` in its
 metadata; the tool replaces exactly those cells and leaves every other cell alone.  The block
 goes before the notebook's closing "## Done" cell (or at the end).
@@ -99,8 +99,8 @@ def puzzle_cells(lesson: int, solution: bool) -> list:
             cells.append(_cell("code", f'puzzles.show("{p.id}", {p.kernel_name}{args})', p.id,
                                "show"))
         # every puzzle: the learner's own kernel in CUDA C on a GPU, beside the models
-        cells.append(_cell("code", f"# Optional, with an NVIDIA GPU: the same kernel in CUDA "
-                                   f"C at a realistic size\n"
+        cells.append(_cell("code", "# Your kernel as CUDA C; optional, with an NVIDIA GPU: "
+                                   "run and timed at a realistic size\n"
                                    f'puzzles.run_on_gpu("{p.id}", {p.kernel_name}{args})', p.id,
                            "gpu"))
     return cells

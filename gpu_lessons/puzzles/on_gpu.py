@@ -14,8 +14,9 @@ puzzle's spec, and sets the measured time beside what the models predicted:
   matrix multiply's tiles) make the real traffic smaller, launch overhead makes tiny kernels
   slower.
 
-Without a GPU it prints the course's one skip line, as every GPU cell does (the translation
-still runs first, so a kernel CUDA could not take is reported either way).
+It first prints the kernel as CUDA C (the translation runs GPU or not, so a kernel CUDA could
+not take is reported either way); without a GPU it then prints the course's one skip line, as
+every GPU cell does.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _validate
 from .._format import percent
 
 
@@ -84,11 +86,15 @@ def _array_bytes(args) -> int:
     return sum(v.nbytes for v in args.values() if isinstance(v, np.ndarray))
 
 
-def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, **choices):
+def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=True,
+               **choices):
     """Run ``kernel`` on puzzle ``puzzle_id`` at ``size`` (default: the puzzle's ``gpu_size``)
     on this machine's GPU, ``repeats`` timed runs; ``choices``: the launch parameters a puzzle
     lets the learner choose (e.g. ``block=256``).  Returns a :class:`PuzzleGpuRun`, or ``None``
-    without a GPU (after printing the skip line)."""
+    without a GPU (after printing the skip line).
+
+    ``show_source``: first print the kernel as CUDA C, each line with the Python line it came
+    from (GPU or not: the translation is what a learner without a GPU gets from this cell)."""
     from .. import cuda, roofline, simt
     from ..measure.gpu import catalog_gpu, skip_line
     from . import _kernel, find
@@ -102,7 +108,9 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, **choices):
     size = dict(p.gpu_size if size is None else size)
     args = p.make_inputs(size, seed=seed)
     grid, block = p.launch(**size, **choices)
-    cuda.to_cuda(kernel, *args.values())   # the language and the translation, GPU or not
+    source = cuda.to_cuda(kernel, *args.values())   # the language and the translation, GPU or not
+    if _validate.flag("show_source", show_source):
+        print(source.body)
     line = skip_line()
     if line is not None:
         print(line)

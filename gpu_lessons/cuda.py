@@ -2155,8 +2155,10 @@ def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int 
     model's time (:class:`BesideSimulator`).
 
     The GPU's results are copied back into ``args`` (as :func:`run_on_gpu` does); the simulator
-    runs on copies.  Without a GPU it prints the course's one skip line and returns ``None``
-    (the translation still runs first).
+    runs on copies, the same launch, every thread: keep the problem lesson-sized (thousands of
+    threads, not millions; ``puzzles.run_on_gpu`` times a large size against a small simulated
+    one).  Without a GPU it prints the course's one skip line and returns ``None`` (the
+    translation still runs first).
     """
     from . import roofline, simt
     from .measure.gpu import catalog_gpu, skip_line

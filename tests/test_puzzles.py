@@ -979,6 +979,13 @@ def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
     assert "out[i] = a[i] + 10" in out[-3] and out[-3].split("//")[1].strip() == \
         "out[i] = a[i] + 10"
     assert out[-1] == measure.SKIP_LINE.format(why="test")
+    # the launch choice: left as BLOCK = ... is not attempted; missing or unknown is named
+    assert puzzles.run_on_gpu("occupancy", REF.occupancy_kernel, block=...) is None
+    assert "not attempted yet — choose BLOCK" in capsys.readouterr().out
+    with pytest.raises(TypeError, match=r"occupancy's launch choices are: block=\.\.\."):
+        puzzles.run_on_gpu("occupancy", REF.occupancy_kernel)
+    with pytest.raises(TypeError, match="map's launch choices are: none; got block="):
+        puzzles.run_on_gpu("map", REF.map_kernel, block=32)
     stub, _ = _stub(puzzles.find("map"))                 # the exercise's GPU cell, untouched
     assert puzzles.run_on_gpu("map", stub) is None
     assert "not attempted" in capsys.readouterr().out

@@ -103,6 +103,14 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     if _kernel.is_stub(kernel):  # the exercise's stub: nothing to translate yet
         print(f"… {p.id}: not attempted yet — write the kernel first")
         return None
+    unchosen = [k.upper() for k, v in choices.items() if v is Ellipsis]
+    if unchosen:                 # the exercise's BLOCK = ... left as it was
+        print(f"… {p.id}: not attempted yet — choose {', '.join(unchosen)}")
+        return None
+    if set(choices) != set(p.choices):
+        wanted = ", ".join(f"{k}=..." for k in p.choices) or "none"
+        raise TypeError(f"{p.id}'s launch choices are: {wanted}; got "
+                        f"{', '.join(f'{k}=' for k in choices) or 'none'}")
     if isinstance(kernel, str):
         kernel = _kernel.kernel_from_source(kernel)
     size = dict(p.gpu_size if size is None else size)

@@ -1027,6 +1027,8 @@ def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():
     assert picture.children[0].title.text.startswith("occupancy_kernel: block 1, warp 3")
     with pytest.raises(ValueError, match="warp"):    # 128 threads: warps 0-3 only
         puzzles.show("occupancy", REF.occupancy_kernel, warp=4, block=128)
+    with pytest.raises(TypeError, match=r"occupancy's launch choices are: block=\.\.\.; got none"):
+        puzzles.run("occupancy", REF.occupancy_kernel)
 
 
 def test_results_read_well():

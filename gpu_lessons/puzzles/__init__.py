@@ -117,6 +117,10 @@ def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
 
     p = find(puzzle_id)
     kernel_lang.validate(kernel)
+    if set(choices) != set(p.choices):
+        wanted = ", ".join(f"{k}=..." for k in p.choices) or "none"
+        raise TypeError(f"{p.id}'s launch choices are: {wanted}; got "
+                        f"{', '.join(f'{k}=' for k in choices) or 'none'}")
     cases = p.cases(seed, choices)
     c = cases[_validate.integer("case", case, low=0, high=len(cases) - 1)]
     args = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in c.args.items()}

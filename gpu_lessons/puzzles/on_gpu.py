@@ -87,14 +87,17 @@ def _array_bytes(args) -> int:
 
 
 def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=True,
-               **choices):
+               exact=True, **choices):
     """Run ``kernel`` on puzzle ``puzzle_id`` at ``size`` (default: the puzzle's ``gpu_size``)
     on this machine's GPU, ``repeats`` timed runs; ``choices``: the launch parameters a puzzle
     lets the learner choose (e.g. ``block=256``).  Returns a :class:`PuzzleGpuRun`, or ``None``
     without a GPU (after printing the skip line).
 
     ``show_source``: first print the kernel as CUDA C, each line with the Python line it came
-    from (GPU or not: the translation is what a learner without a GPU gets from this cell)."""
+    from (GPU or not: the translation is what a learner without a GPU gets from this cell).
+    ``exact``: compile with ``-fmad=false`` (as :func:`gpu_lessons.cuda.run_on_gpu` does by
+    default); ``False`` lets the compiler fuse multiply-adds, as nvcc does, which makes
+    multiply-add-bound kernels faster (the output is still checked against the spec)."""
     from .. import cuda, roofline, simt
     from ..measure.gpu import catalog_gpu, skip_line
     from . import _kernel, find
@@ -128,7 +131,8 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     small_args = p.make_inputs(small, seed=seed)
     sim = simt.run(kernel, *p.launch(**small, **choices), *small_args.values())
     expected = p.expected(args)
-    run = cuda.run_on_gpu(kernel, grid, block, *args.values(), repeats=repeats)
+    run = cuda.run_on_gpu(kernel, grid, block, *args.values(), repeats=repeats,
+                          exact=_validate.flag("exact", exact))
     if run is None:     # a CUDA error was reported in one line
         return None
     wrong = None

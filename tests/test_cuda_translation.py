@@ -448,7 +448,9 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
     p = puzzles.puzzles()[0]
     ok = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n    pass\n")
     assert puzzles.run_on_gpu(p.id, ok) is None
-    assert capsys.readouterr().out.startswith("No CUDA GPU (")
+    out = capsys.readouterr().out.strip().splitlines()     # the kernel as CUDA C, then the skip
+    assert out[0].startswith(f'extern "C" __global__ void {p.kernel_name}(')
+    assert out[-1].startswith("No CUDA GPU (")
     bad = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n"
                   f"    if t.thread_idx.x > 0:\n        pass\n")
     with pytest.raises(KernelLanguageError):

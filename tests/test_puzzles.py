@@ -681,6 +681,60 @@ def test_hazards_fail_as_not_correct():
     assert r.line == guard_missing.__code__.co_firstlineno + 2
 
 
+def histogram_shared_plain_merge(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid < 16):
+        hist[tid] = hist[tid] + bins[tid]       # every block reads, adds and stores hist
+
+
+def test_a_race_between_blocks_on_global_memory_is_not_correct():
+    """The simulator runs blocks one after another, so the plain read-add-store merge gets the
+    right counts there; on a GPU the blocks run at once and lose updates.  It must fail as a
+    race (not pass, not score as correct), naming the element, the blocks and the lines."""
+    f, r = failure("histogram_shared", histogram_shared_plain_merge)
+    assert f == "race" and not r.correct and r.score == 0
+    line = histogram_shared_plain_merge.__code__.co_firstlineno + 11
+    assert (f"race on hist[0] between blocks: block 1 writes it (line {line}) and block 0 "
+            f"reads it (line {line})") in r.message
+    assert r.line == line and str(RACE_SECTION) in r.message
+
+
+def test_global_race_rule_by_hand():
+    """Two blocks of 32 threads: a plain store to one element from both is a race; atomics on it
+    from both, or loads of an input both read, are not; an element each block stores alone is
+    not."""
+    from gpu_lessons import simt
+    from gpu_lessons.puzzles._races import global_race
+
+    def both_store(t, a, out):
+        out[0] = a[t.thread_idx.x]
+
+    def both_atomic(t, a, out):
+        t.atomic_add(out, 0, a[t.thread_idx.x])
+
+    def own_elements(t, a, out):
+        i = t.block_idx.x * 32 + t.thread_idx.x
+        out[i] = a[t.thread_idx.x] + a[0]
+
+    a = np.ones(32, np.float32)
+    verdicts = {}
+    for k in (both_store, both_atomic, own_elements):
+        out = np.zeros(64, np.float32)
+        verdicts[k.__name__] = global_race(simt.run(k, 2, 32, a, out, record_indices=True))
+    text, line = verdicts["both_store"]
+    assert text.startswith("race on out[0] between blocks: block 1 writes it (line ")
+    assert line == both_store.__code__.co_firstlineno + 1
+    assert verdicts["both_atomic"] is None and verdicts["own_elements"] is None
+
+
 def test_wrong_output_names_the_first_wrong_element():
     def map_off_by_one(t, a, out):
         i = t.thread_idx.x

@@ -92,7 +92,9 @@ def main(argv=None) -> int:
             f"finished), Python {platform.python_version()}.\n\n"
             "Each check simulates every case of the puzzle (the sizes whose budgets are "
             "measured and the extra sizes checked for correctness only), compares the output "
-            "with the NumPy spec, and measures the budgets.\n\n"
+            "with the NumPy spec, checks for races (between warps on shared memory, between "
+            "blocks on global memory, from every lane's recorded element), and measures the "
+            "budgets.\n\n"
             f"{text}\n\n{summary}\n", encoding="utf-8")
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0

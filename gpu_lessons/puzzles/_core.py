@@ -26,7 +26,7 @@ import numpy as np
 from .. import simt
 from .._format import html_table
 from ..kernel_lang import KernelLanguageError
-from . import _kernel, _metrics
+from . import _kernel, _metrics, _races
 
 PASSED = "passed"
 FAILED = "failed"
@@ -393,11 +393,13 @@ def _run_case(p: Puzzle, kernel, case: Case):
     args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
     try:
         result = simt.run(kernel, case.grid, case.block, *args.values(),
-                          max_instructions=MAX_INSTRUCTIONS)
+                          max_instructions=MAX_INSTRUCTIONS, record_indices=True)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
         raise _fail(p, "error", text, case=case, line=line) from None
     hazard = _hazard(result)
+    if hazard is None and (race := _races.global_race(result)) is not None:
+        hazard = ("race", race[0], race[1], RACE_SECTION)   # blocks run at once on a GPU
     if hazard is not None:
         failure, text, line, section = hazard
         raise _fail(p, failure, text, case=case, line=line, section=section)

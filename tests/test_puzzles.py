@@ -734,6 +734,42 @@ def test_global_race_rule_by_hand():
     assert line == both_store.__code__.co_firstlineno + 1
     assert verdicts["both_atomic"] is None and verdicts["own_elements"] is None
 
+    # one block of 64 threads: two warps writing the same elements race unless a t.sync()
+    # orders them
+    def warps_overwrite(t, a, out):
+        i = t.thread_idx.x
+        out[i % 32] = a[i % 32]
+
+    def warps_in_turn(t, a, out):
+        i = t.thread_idx.x
+        with t.if_(i < 32):
+            out[i] = a[i]
+        t.sync()
+        with t.if_(i >= 32):
+            out[i - 32] = out[i - 32] + a[i - 32]
+
+    out = np.zeros(64, np.float32)
+    text, line = global_race(simt.run(warps_overwrite, 1, 64, a, out, record_indices=True))
+    assert text.startswith(f"race on out[0] in block 0: warp 1 writes it (line {line}) and "
+                           f"warp 0 writes it (line {line}) with no t.sync() in between")
+    assert global_race(simt.run(warps_in_turn, 1, 64, a, out, record_indices=True)) is None
+
+
+def test_a_warp_overwriting_another_warps_elements_is_a_race():
+    """Warp 0 stores junk where warp 1 stores the answer: the simulator runs warp 1 second, so
+    the output is right there, but a GPU may run the warps in either order."""
+    def map_overwritten(t, a, out):
+        i = t.thread_idx.x
+        with t.if_(i + 32 < t.block_dim.x):
+            out[i + 32] = a[i]                   # junk into the next warp's elements ...
+        out[i] = a[i] + 10                       # ... which that warp then overwrites
+
+    f, r = failure("map", map_overwritten)       # (without the race rule: ✓ with full marks)
+    assert f == "race" and not r.correct
+    line = map_overwritten.__code__.co_firstlineno
+    assert (f"race on out[32] in block 0: warp 1 writes it (line {line + 4}) and warp 0 "
+            f"writes it (line {line + 3}) with no t.sync() in between") in r.message
+
 
 def test_wrong_output_names_the_first_wrong_element():
     def map_off_by_one(t, a, out):

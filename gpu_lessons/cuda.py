@@ -819,6 +819,9 @@ class _Translator:
         if isinstance(v, bool):
             return E("true" if v else "false", P_ATOM, Ty("pybool"), "bool", True, v)
         ty = _ty_of_value(v)
+        if ty.np == "pyint" and not -(2**31) <= v < 2**31:
+            self.refuse(e, "constant", f"{v} does not fit a 32-bit int, the type Python "
+                                       f"integers get in CUDA here")
         return _literal(v, ty)
 
     def x_Name(self, e):

@@ -320,6 +320,15 @@ def test_per_lane_value_in_a_python_if_is_refused():
     assert "t.if_" in str(err) and err.lineno == 3
 
 
+def test_an_integer_literal_beyond_32_bits_is_refused_at_its_line():
+    err = _refused("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        out[i] = x[i] + (i * 2654435761) % 7
+    """, X, "constant")
+    assert err.lineno == 4 and "2654435761 does not fit a 32-bit int" in str(err)
+
+
 def test_uniform_assignment_in_a_lane_branch_is_refused():
     err = _refused("""
     def k(t, x, out):

@@ -983,6 +983,8 @@ def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     assert "1 instruction (block 0, warp 0, step" in picture.children[1].title.text
     whole = puzzles.show("transpose_naive", REF.transpose_naive_kernel, whole_run=True)
     assert "whole run" in whole.children[1].title.text
+    # a notebook draws it as a widget, with no bokeh output_notebook() call beforehand
+    assert "application/vnd.jupyter.widget-view+json" in picture._repr_mimebundle_()
     kernel, _ = _stub(puzzles.find("transpose"))
     assert puzzles.show("transpose", kernel) is None
     assert "not attempted" in capsys.readouterr().out

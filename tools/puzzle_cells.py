@@ -88,8 +88,9 @@ def _cell(kind: str, source: str, puzzle: str, role: str):
 def puzzle_cells(lesson: int, solution: bool) -> list:
     """The cells the tool writes into lesson ``lesson``'s exercise (or solution) notebook."""
     cells = [_cell("markdown", INTRO, "intro", "statement"),
-             _cell("code", "import numpy as np\n\nfrom gpu_lessons import puzzles", "intro",
-                   "setup")]
+             _cell("code", "import numpy as np\n\nimport gpu_lessons\nfrom gpu_lessons import puzzles\n\n"
+                           "_ = gpu_lessons.setup(report=False)  # loads bokeh, so puzzles.show can draw",
+                   "intro", "setup")]
     for k, p in enumerate(puzzles.puzzles(lesson), start=1):
         args = "".join(f", {name}={name.upper()}" for name in p.choices)
         cells.append(_cell("markdown", f"### Puzzle {k} · `{p.id}` — {p.title}\n\n"

@@ -134,7 +134,7 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bo
 
     Prints one line instead when there is nothing to draw (the stub, an error).
     """
-    from ..views.kernel_picture import kernel_picture
+    from ..views.kernel_picture import KernelPicture, kernel_picture
 
     p = find(puzzle_id)
     if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
@@ -153,8 +153,8 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bo
         if accesses:  # the first of the most expensive: sectors (global) or wavefronts
             step = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0)).step
     row = p.sizes[0][p.picture_row] if p.picture_row else None
-    return kernel_picture(result, array=p.picture, block=block, warp=warp, step=step,
-                          row_elements=row)
+    return KernelPicture(kernel_picture(result, array=p.picture, block=block, warp=warp,
+                                        step=step, row_elements=row))
 
 
 __all__ = [

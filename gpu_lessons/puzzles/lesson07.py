@@ -32,8 +32,9 @@ TREE_BARRIERS = Budget("barriers", 9, "one barrier after the values are stored, 
 #: The budget leaves 2.7 points for a few extra instructions in the loop; the divergent
 #: tid % (2s) kernel reaches 63.6 %.
 WARP_UNIFORM = Budget("simt_efficiency", 0.90,
-                      "sequential addressing keeps whole warps busy or idle until s < 32: "
-                      "92.7 % (the tid % (2s) test leaves most lanes idle: 63.6 %)",
+                      "when the adding threads are consecutive, whole warps are busy or idle "
+                      "until fewer than 32 add: 92.7 % with sequential addressing (the "
+                      "tid % (2s) test leaves idle lanes in every busy warp: 63.6 %)",
                       section=DIVERGENCE)
 NO_CONFLICTS = Budget("bank_conflicts", 0, "consecutive threads on consecutive words touch "
                                            "32 different banks", section=BANKS)

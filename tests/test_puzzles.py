@@ -21,7 +21,7 @@ import pytest
 from gpu_lessons import checks, puzzles
 from gpu_lessons.occupancy import occupancy
 from gpu_lessons.puzzles import _metrics
-from gpu_lessons.puzzles._core import NOTEBOOKS, RACE_SECTION, SHARED_SECTION
+from gpu_lessons.puzzles._core import ERROR_SECTION, NOTEBOOKS, RACE_SECTION, SHARED_SECTION
 from gpu_lessons.simt_kernels import KERNELS as LESSON_KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -678,6 +678,7 @@ def test_hazards_fail_as_not_correct():
     f, r = failure("guard", guard_missing)
     assert f == "error" and not r.correct
     assert "outside its shape" in r.message and "n = 100" in r.message
+    assert r.message.endswith(f"— see {ERROR_SECTION}")   # where t.return_if is shown
     assert r.line == guard_missing.__code__.co_firstlineno + 2
 
 
@@ -837,7 +838,7 @@ def test_every_cited_section_exists():
     cited = {s for p in ALL for s in p.sections}
     cited |= {b.where() for p in ALL for b in p.budgets}
     cited |= {m.section for m in _metrics.METRICS.values()}
-    cited |= {_core.RACE_SECTION, _core.SHARED_SECTION,
+    cited |= {_core.RACE_SECTION, _core.SHARED_SECTION, _core.ERROR_SECTION,
               _core.SHUFFLES_READ_ACTIVE_LANES.where()}
     for s in cited:
         assert s.heading in _headings(s.lesson), f"{s} is not a heading of {s.notebook}"

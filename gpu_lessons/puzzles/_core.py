@@ -283,6 +283,9 @@ class PuzzleResult:
 
 RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
 SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
+#: Where an index past an array's end (guard it with ``t.return_if``) and a per-lane value in a
+#: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
+ERROR_SECTION = Section(2, "2. SIMT: one instruction, 32 lanes, an active mask")
 
 #: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
 SHUFFLES_READ_ACTIVE_LANES = Budget(
@@ -396,7 +399,8 @@ def _run_case(p: Puzzle, kernel, case: Case):
                           max_instructions=MAX_INSTRUCTIONS)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
-        raise _fail(p, "error", text, case=case, line=line) from None
+        section = ERROR_SECTION if text.startswith(("IndexError", "TypeError")) else None
+        raise _fail(p, "error", text, case=case, line=line, section=section) from None
     hazard = _hazard(result)
     if hazard is not None:
         failure, text, line, section = hazard

@@ -986,6 +986,14 @@ def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     assert "whole run" in whole.children[1].title.text
     # a notebook draws it as a widget, with no bokeh output_notebook() call beforehand
     assert "application/vnd.jupyter.widget-view+json" in picture._repr_mimebundle_()
+    # a puzzle about bank conflicts maps the shared array at the warp's most conflicted access:
+    # the strided reduction's index = 2·s·tid puts lanes of one step on a few banks
+    conflicted = puzzles.show("reduce", REF.reduce_warp_uniform_kernel).children[1].title.text
+    result, _ = puzzles.run("reduce", REF.reduce_warp_uniform_kernel)
+    step = int(re.search(r"step (\d+)", conflicted).group(1))
+    event = next(e for e in result.warp_events(0, 0) if e.step == step)
+    assert conflicted.startswith("shared ") and event.bank_conflicts == max(
+        e.bank_conflicts or 0 for e in result.warp_events(0, 0)) > 0
     kernel, _ = _stub(puzzles.find("transpose"))
     assert puzzles.show("transpose", kernel) is None
     assert "not attempted" in capsys.readouterr().out

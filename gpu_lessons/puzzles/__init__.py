@@ -130,7 +130,8 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bo
     """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
     over time (which lanes ran each instruction), and the elements of the puzzle's main array
     that the warp's costliest access to it touched, coloured by lane (``whole_run=True``:
-    every access of the run, coloured by count).
+    every access of the run, coloured by count).  For the puzzles about bank conflicts the
+    array is the shared one the warp's most conflicted access read or wrote.
 
     Prints one line instead when there is nothing to draw (the stub, an error).
     """
@@ -147,13 +148,16 @@ def show(puzzle_id: str, kernel, *, block: int = 0, warp: int = 0, whole_run: bo
         where = f" (line {line})" if line is not None and f"line {line}" not in text else ""
         print(f"✗ {p.id}: {text}{where}")
         return None
-    step = None
-    if not _validate.flag("whole_run", whole_run):
-        accesses = [e for e in result.warp_events(block, warp) if e.array == p.picture]
+    array, step = p.picture, None
+    if array == "shared":  # the warp's shared access with the most bank conflicts, if any
+        shared = [e for e in result.warp_events(block, warp) if e.wavefronts is not None]
+        array = max(shared, key=lambda e: e.bank_conflicts or 0).array if shared else None
+    if not _validate.flag("whole_run", whole_run) and array is not None:
+        accesses = [e for e in result.warp_events(block, warp) if e.array == array]
         if accesses:  # the first of the most expensive: sectors (global) or wavefronts
             step = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0)).step
-    row = p.sizes[0][p.picture_row] if p.picture_row else None
-    return KernelPicture(kernel_picture(result, array=p.picture, block=block, warp=warp,
+    row = p.sizes[0][p.picture_row] if p.picture_row and array == p.picture else None
+    return KernelPicture(kernel_picture(result, array=array, block=block, warp=warp,
                                         step=step, row_elements=row))
 
 

@@ -140,7 +140,9 @@ class Puzzle:
     valid: Callable | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
-    picture: str | None = None  # the array whose accesses show() maps
+    #: The array whose accesses show() maps; ``"shared"``: the shared array of the warp's
+    #: most conflicted access (the puzzles about bank conflicts, whose arrays the learner names).
+    picture: str | None = None
     picture_row: str | None = None  # the size whose value is that array's row length
 
     @property

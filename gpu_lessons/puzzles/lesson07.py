@@ -85,7 +85,7 @@ PUZZLES = (
             "tid adds the value s places after its own, so a warp reads 32 consecutive "
             "words.", 12,
             (TREE_BARRIERS, WARP_UNIFORM, NO_CONFLICTS, loads("x"), once("x")),
-            (BANKS, BANK_MODEL, DIVERGENCE)),
+            (BANKS, BANK_MODEL, DIVERGENCE), picture="shared"),
     _reduce("reduce_shuffle", "Reduction 4: finish with warp shuffles",
             "The same sum with one barrier: each warp adds its 32 values with "
             "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "

@@ -682,6 +682,16 @@ def test_hazards_fail_as_not_correct():
     assert r.line == guard_missing.__code__.co_firstlineno + 2
 
 
+def test_an_output_only_updated_by_atomics_is_said_to_start_as_nan():
+    def dot_by_atomics(t, a, b, out):
+        i = t.thread_idx.x
+        t.atomic_add(out, 0, a[i] * b[i])   # out starts as NaN, as every output does
+
+    r = puzzles.evaluate("dot", dot_by_atomics)
+    assert r.failure == "wrong" and "out[0] is NaN, expected" in r.message
+    assert "starts as NaN, not 0" in r.message and "never written" not in r.message
+
+
 def test_wrong_output_names_the_first_wrong_element():
     def map_off_by_one(t, a, out):
         i = t.thread_idx.x
@@ -839,6 +849,7 @@ def test_every_cited_section_exists():
     cited |= {b.where() for p in ALL for b in p.budgets}
     cited |= {m.section for m in _metrics.METRICS.values()}
     cited |= {_core.RACE_SECTION, _core.SHARED_SECTION, _core.ERROR_SECTION,
+              _core.BARRIER_SECTION,
               _core.SHUFFLES_READ_ACTIVE_LANES.where()}
     for s in cited:
         assert s.heading in _headings(s.lesson), f"{s} is not a heading of {s.notebook}"

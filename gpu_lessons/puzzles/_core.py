@@ -283,7 +283,11 @@ class PuzzleResult:
 
 # -- judging ------------------------------------------------------------------------------------
 
-RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
+#: A race: the misconception box there says what a barrier guarantees (every shared-memory
+#: write before it is seen by the whole block after it).
+RACE_SECTION = Section(3, "6. Keeping copies consistent: write-through and write-back")
+#: A barrier reached from different lines: what a block's barrier is.
+BARRIER_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
 SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
 #: Where an index past an array's end (guard it with ``t.return_if``) and a per-lane value in a
 #: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
@@ -407,7 +411,7 @@ def _run_case(p: Puzzle, kernel, case: Case):
     if hazard is not None:
         failure, text, line, section = hazard
         raise _fail(p, failure, text, case=case, line=line, section=section)
-    wrong = _first_wrong(p, case, args)
+    wrong = _first_wrong(p, case, args, result)
     if wrong is not None:
         raise _fail(p, "wrong", wrong, case=case, section=p.sections[0] if p.sections else None)
     return case, result
@@ -451,12 +455,18 @@ def _hazard(result: simt.SimResult):
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:
         if "different lines" in note and "t.sync()" in note:
-            return "error", note, None, RACE_SECTION
+            return "error", note, None, BARRIER_SECTION
     return None
 
 
-def _first_wrong(p: Puzzle, case: Case, args: dict) -> str | None:
+def _first_wrong(p: Puzzle, case: Case, args: dict, result=None) -> str | None:
     expected = p.expected(case.args)
+    # Outputs start as NaN so an element nobody wrote shows; an output only ever updated by
+    # atomics stays NaN too (NaN + v is NaN): CUDA does not zero it either.
+    atomics_only = set()
+    if result is not None:
+        kinds = {(e.array, e.kind[:3]) for e in result.events if e.array is not None}
+        atomics_only = {a for a, k in kinds if k == "ato" and (a, "st.") not in kinds}
     for name in p.outputs:
         got, want = args[name], expected[name]
         if np.issubdtype(want.dtype, np.floating):
@@ -468,11 +478,17 @@ def _first_wrong(p: Puzzle, case: Case, args: dict) -> str | None:
         bad = np.flatnonzero(~ok.ravel())
         i = int(bad[0])
         g, w = got.ravel()[i], want.ravel()[i]
-        shown = (f"{name}[{i}] was never written (it still holds the NaN it started with)"
-                 if np.issubdtype(got.dtype, np.floating) and np.isnan(g)
-                 else f"{name}[{i}] is {_num(g)}")
+        note = ""
+        if not (np.issubdtype(got.dtype, np.floating) and np.isnan(g)):
+            shown = f"{name}[{i}] is {_num(g)}"
+        elif name in atomics_only:
+            shown = f"{name}[{i}] is NaN"
+            note = (f": {name} starts as NaN, not 0, and an atomic only adds to what is there "
+                    f"(store a first value)")
+        else:
+            shown = f"{name}[{i}] was never written (it still holds the NaN it started with)"
         more = f"; {bad.size} of {got.size} elements are wrong" if bad.size > 1 else ""
-        return f"{shown}, expected {_num(w)}{more}"
+        return f"{shown}, expected {_num(w)}{more}{note}"
     return None
 
 

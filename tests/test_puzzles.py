@@ -620,6 +620,14 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
     assert r.line is not None or metric in ("occupancy",)
 
 
+def test_a_budget_the_statement_does_not_list_says_why():
+    # the statement lists its budgets with their derivations; the implicit ones are not there
+    r = puzzles.evaluate("reduce_shuffle", reduce_shuffle_inactive)
+    assert "CUDA leaves the value read from an inactive lane undefined" in r.message
+    listed = puzzles.evaluate("transpose", transpose_naive).message
+    assert "32 consecutive floats" not in listed
+
+
 def test_every_metric_has_a_breaker():
     used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
                                                            "atomic_contention"}

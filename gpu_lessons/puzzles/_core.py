@@ -334,6 +334,8 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
             context = case.label() + (f"; line {line}" if line is not None else "")
             text = (f"correct, but {b.name}: {metric.show(m.value)}, the budget is "
                     f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
+            if b not in p.budgets:  # a budget the statement does not list: say why it holds
+                text += f"; {b.why}"
             return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                                 b.metric, line, measures)
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"

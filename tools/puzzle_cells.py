@@ -40,9 +40,11 @@ INTRO = """\
 
 Now write kernels. Each puzzle gives a spec (the output, as NumPy computes it), the kernel's
 signature and its launch; you write the kernel from one thread's point of view in the SIMT
-simulator (`t.thread_idx`, `t.if_`, `t.shared`, `t.sync`, … — lesson 02 introduced it). Kernels
-are checked against the kernel language first (`docs/kernel_language.md`): the same rules
-`gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
+simulator, as lesson 02's leaky ReLU does (`t.thread_idx`, `t.return_if`, `t.if_`). Everything
+else a kernel may use — shared memory (`t.shared`), barriers (`t.sync`), per-lane variables
+(`t.local`), loops (`t.while_`), atomics, warp shuffles — is listed with its CUDA C counterpart in
+`docs/kernel_language.md`, and explained in `help(gpu_lessons.simt)`. Kernels are checked against
+that language first: the same rules `gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
 
 The check cell prints **✓** when the kernel is *correct* — the spec's output on several random
 inputs, including sizes that leave blocks part-empty, with no race and no read of shared memory

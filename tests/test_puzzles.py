@@ -765,6 +765,15 @@ def test_kernels_as_source_text_with_constants():
 def test_signature_and_choices_are_checked():
     r = puzzles.evaluate("map", lambda t, a: None)
     assert r.failure in ("language", "signature")
+
+    def transpose_renamed(t, src, dst, n):   # the naive transpose, arrays renamed
+        i = t.block_idx.y * 32 + t.thread_idx.y
+        j = t.block_idx.x * 32 + t.thread_idx.x
+        dst[j * n + i] = src[i * n + j]
+
+    # renamed arrays would be measured as untouched, and every budget would hold
+    r = puzzles.evaluate("transpose", transpose_renamed)
+    assert r.failure == "signature" and "kernel(t, a, out, n)" in r.message
     r = puzzles.evaluate("occupancy", REF.occupancy_kernel)
     assert r.failure == "choice" and "block=" in r.message
     r = puzzles.evaluate("occupancy", REF.occupancy_kernel, block=100)

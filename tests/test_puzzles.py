@@ -570,6 +570,47 @@ def stencil_reading_by_atomics(t, x, out, n):
         acc[...] = acc + right
     out[i] = acc
 
+# One thread does its block's work while the others wait: each of its loads touches one sector,
+# it needs no barrier, no shared memory and no atomic, so every other budget of these puzzles
+# holds; only the busiest warp's instruction count gives it away.
+def dot_by_one_thread(t, a, b, out):
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(len(a)):
+            s[...] = s + a[i] * b[i]
+        out[0] = s
+
+
+def reduce_by_one_thread(t, x, out):
+    base = t.block_idx.x * 256
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(256):
+            s[...] = s + x[base + i]
+        out[t.block_idx.x] = s
+
+
+def segmented_sum_by_one_thread(t, x, offsets, out):
+    seg = t.block_idx.x
+    with t.if_(t.thread_idx.x == 0):
+        i = t.local(offsets[seg])
+        end = offsets[seg + 1]
+        s = t.local(0.0, np.float32)
+        for _ in t.while_(lambda: i < end):
+            s[...] = s + x[i]
+            i[...] = i + 1
+        out[seg] = s
+
+
+def scan_by_one_thread(t, x, out):
+    base = t.block_idx.x * 128
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(128):
+            s[...] = s + x[base + i]
+            out[base + i] = s
+
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -605,6 +646,13 @@ BREAKERS = [
     ("histogram_shared", histogram_shared_merge_twice, {}, "global_atomics_per_block",
      "global atomics: 32 per block, the budget is 16"),
     ("matmul_tiled", REF.matmul_naive_kernel, {}, "loads_per_element", "32 per element"),
+    # dot: 128 iterations of 4 instructions (2 loads, multiply, add) on one lane of warp 0
+    ("dot", dot_by_one_thread, {}, "busiest_warp",
+     "instructions issued by the busiest warp: 516 instructions, the budget is 146"),
+    ("reduce_tree", reduce_by_one_thread, {}, "busiest_warp", "the budget is 176"),
+    ("reduce_shuffle", reduce_by_one_thread, {}, "busiest_warp", "the budget is 76"),
+    ("segmented_sum", segmented_sum_by_one_thread, {}, "busiest_warp", "busiest warp"),
+    ("scan_hillis_steele", scan_by_one_thread, {}, "busiest_warp", "the budget is 148"),
 ]
 
 
@@ -622,9 +670,29 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
 
 def test_every_metric_has_a_breaker():
     used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
-                                                           "atomic_contention"}
+                                                           "atomic_contention", "busiest_warp"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
+
+
+def test_busiest_warp_budget_is_the_worked_kernel_s_count():
+    """The table the spread budget is built from is what the worked kernels issue: the busiest
+    warp's instructions, counted here from the events (reconvergence markers issue nothing)."""
+    from collections import Counter
+
+    from gpu_lessons import simt
+    from gpu_lessons.puzzles._core import WORKED_BUSIEST_WARP, spread_budget
+
+    assert set(WORKED_BUSIEST_WARP) == set(IDS)
+    for p in ALL:
+        busiest = 0
+        for case in p.cases(0, choices_of(p)):
+            if case.measured:
+                r = simt.run(ref(p.id), case.grid, case.block, *case.args.values())
+                busiest = max(busiest, *Counter((e.block, e.warp) for e in r.events
+                                                if e.kind != "reconverge").values())
+        assert WORKED_BUSIEST_WARP[p.id] == busiest, p.id
+        assert spread_budget(p).limit == 2 * busiest + 16
 
 
 def test_feedback_points_at_the_learner_s_line():

@@ -216,6 +216,21 @@ def _atomic_contention(result, case, array, params):
     return float(worst.serialisation), worst.line
 
 
+def _busiest_warp(result, case, array, params):
+    """Warp instructions issued by the warp that issued the most: the length of the longest
+    chain of work in the launch.  Threads that share the work keep it short; one thread that
+    loops over a block's elements while the others wait makes it as long as the loop.  Extra
+    instructions can only lengthen it, so it cannot be padded down.  The line is the one that
+    busiest warp issued most often (the body of its loop)."""
+    per_warp = Counter((e.block, e.warp) for e in result.events if e.issued)
+    if not per_warp:
+        return 0.0, None
+    busiest, count = per_warp.most_common(1)[0]
+    lines = Counter(e.line for e in result.events
+                    if e.issued and (e.block, e.warp) == busiest)
+    return float(count), lines.most_common(1)[0][0]
+
+
 def _shuffle_inactive_reads(result, case, array, params):
     reads = result.shuffle_reads
     return float(result.totals.shuffle_inactive_reads), (reads[0].line if reads else None)
@@ -278,6 +293,9 @@ METRICS: dict[str, Metric] = {
     "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
                                 "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
+    "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",
+                           _busiest_warp, False,
+                           (2, "1. The execution hierarchy: thread → warp → block → SM"), 0),
     "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
                                      _shuffle_inactive_reads, False,
                                      (7, "5.3 Stable execution paths: divergence and needless "

@@ -57,8 +57,10 @@ def _grade_arguments(parser) -> None:
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds a notebook may run before its sandbox is killed "
                              "(default: 600)")
-    parser.add_argument("--seed", default="0",
-                        help="seed for the inputs function answers are tried on (default: 0)")
+    parser.add_argument("--seed", default=None,
+                        help="seed for the inputs function answers and puzzle kernels are "
+                             "tried on (default: derived from --secret-file, else drawn for "
+                             "this run; the JSON records it, pass it again to regrade)")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
     parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
                         help="regex on the path under SUBMISSIONS; its first non-empty group "
@@ -100,6 +102,23 @@ def _questions_for(args):
     if args.chapter is None:
         args.chapter = chapter
     return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
+
+
+def _seed(args):
+    """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
+    regrade draws the same inputs, and nobody without the key can compute them); else None,
+    and the grader draws one.  Never a fixed default: a learner who knows the seed can compute
+    the grader's inputs and hard-code their outputs."""
+    if args.seed is not None:
+        return args.seed
+    if args.secret_file:
+        import hmac
+
+        from .assignments import read_secret
+
+        key = read_secret(args.secret_file)
+        return hmac.new(key, b"gpu-lessons grading inputs v1", "sha256").hexdigest()[:16]
+    return None
 
 
 def _puzzles(args):
@@ -154,7 +173,7 @@ def _grade(args) -> int:
         questions_for = _questions_for(args)  # may set args.chapter from the notebooks
         grades = grade(args.submissions, chapter=args.chapter, out=args.out,
                        feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
-                       timeout=args.timeout, seed=args.seed, kernel=args.kernel,
+                       timeout=args.timeout, seed=_seed(args), kernel=args.kernel,
                        id_pattern=args.id_pattern, questions_for=questions_for,
                        puzzles=_puzzles(args), sandbox=not args.no_sandbox,
                        limits=limits, progress=show)
@@ -171,7 +190,8 @@ def _grade(args) -> int:
     n = len(grades.rows)
     extra = f" and {n} feedback files in {args.feedback}" if args.feedback else ""
     print(f"graded {n} notebook{'' if n == 1 else 's'}: wrote {args.out} and "
-          f"{Path(args.out).with_suffix('.json')}{extra}")
+          f"{Path(args.out).with_suffix('.json')}{extra}; inputs drawn with --seed "
+          f"{grades.seed}")
     return 0
 
 

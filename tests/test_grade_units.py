@@ -525,3 +525,50 @@ def test_worker_passes_on_each_answer_once_and_bounds_its_size():
     assert events[0]["observation"]["value"] == 1
     assert events[1]["observation"]["type"] == "answer too large to grade"
     assert untrusted.observation(events[1]["observation"])
+
+
+def test_a_run_without_a_seed_draws_its_own_and_records_it(tmp_path, monkeypatch):
+    """The grader's inputs must not be computable by a learner: with a fixed default seed
+    (it was 0) a kernel or function could detect the grader's inputs and return hard-coded
+    outputs (a one-thread `dot` writing a precomputed number passed).  Each run without a
+    seed draws one, uses it for the plan, and records it so a regrade can reuse it."""
+    from gpu_lessons.grading import grade, sandbox
+    from gpu_lessons.questions.types import Number, Question
+
+    q = Question("05.spy", "spy", 1, "?", Number(lambda: 1.0, "units"))
+    seen = []
+    make = plan.Plan.make.__func__
+
+    def spy_make(cls, questions, seed, puzzles=()):
+        seen.append(seed)
+        return make(cls, questions, seed, puzzles)
+
+    def fake_run(self, stdin, timeout):
+        return Outcome(0, False, ((0.0, b'{"event": "end", "status": "ok"}'),), "", "", 0.1)
+
+    monkeypatch.setattr(plan.Plan, "make", classmethod(spy_make))
+    monkeypatch.setattr(sandbox.Process, "run", fake_run)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "a_05.ipynb")
+    first = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
+    second = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
+    assert seen == [first.seed, second.seed]
+    assert first.seed != second.seed and len(first.seed) == 16
+    assert json.loads(first.to_json())["seed"] == first.seed
+    again = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False, seed=first.seed)
+    assert again.seed == first.seed == seen[-1]
+
+
+def test_cli_seed_comes_from_the_key_or_is_drawn(tmp_path):
+    key = tmp_path / "key"
+    key.write_text("k" * 32)
+    other = tmp_path / "other"
+    other.write_text("o" * 32)
+    parser = cli.argparse.ArgumentParser()
+    cli._grade_arguments(parser)
+    seed_of = [cli._seed(parser.parse_args(["subs", *extra]))
+               for extra in ([], ["--secret-file", str(key)], ["--secret-file", str(key)],
+                             ["--secret-file", str(other)], ["--seed", "7"])]
+    drawn, from_key, again, from_other, given = seed_of
+    assert drawn is None  # the grader draws one for this run
+    assert from_key == again and from_key != from_other and len(from_key) == 16
+    assert given == "7"

@@ -556,6 +556,17 @@ def test_a_run_without_a_seed_draws_its_own_and_records_it(tmp_path, monkeypatch
     assert json.loads(first.to_json())["seed"] == first.seed
     again = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False, seed=first.seed)
     assert again.seed == first.seed == seen[-1]
+    # the attack: outputs computed for the inputs a known seed draws, stored without any work
+    from gpu_lessons import puzzles
+    from gpu_lessons.grading.puzzle_eval import puzzle_seed
+
+    dot = puzzles.find("dot")
+    known = {c.size["n"]: float(dot.expected(c.args)["out"][0])
+             for c in dot.cases(puzzle_seed("0"))}
+    src = "def dot_kernel(t, a, b, out):\n    with t.if_(t.thread_idx.x == 0):\n" + "".join(
+        f"        if len(a) == {n}:\n            out[0] = {v!r}\n" for n, v in known.items())
+    assert puzzles.evaluate("dot", src, seed=puzzle_seed("0")).passed
+    assert not puzzles.evaluate("dot", src, seed=puzzle_seed(first.seed)).correct
 
 
 def test_cli_seed_comes_from_the_key_or_is_drawn(tmp_path):

@@ -583,3 +583,39 @@ def test_cli_seed_comes_from_the_key_or_is_drawn(tmp_path):
     assert drawn is None  # the grader draws one for this run
     assert from_key == again and from_key != from_other and len(from_key) == 16
     assert given == "7"
+
+
+def test_a_pipe_named_ipynb_is_a_row_not_a_hang(tmp_path):
+    """An archive of submissions can hold a FIFO named like a notebook; a plain open() of it
+    blocks for ever, and the grading run with it.  It must get its own row."""
+    import os
+    import threading
+
+    from gpu_lessons.grading import grade
+
+    os.mkfifo(tmp_path / "bob_05.ipynb")
+    (tmp_path / "ann_05.ipynb").write_text("{oops")
+    done = {}
+
+    def in_thread(name, fn, seconds):
+        def run():
+            try:
+                done[name] = fn()
+            except Exception as exc:
+                done[name] = exc
+        thread = threading.Thread(target=run, daemon=True)  # a blocked open() cannot be undone
+        thread.start()
+        thread.join(seconds)
+        assert not thread.is_alive(), f"{name} blocked on the pipe"
+        return done[name]
+
+    # nothing votes for a chapter: the pipe is not read and "{oops" is not JSON
+    found = in_thread("chapter_from", lambda: submissions.chapter_from(
+        sorted(tmp_path.iterdir())), 20)
+    assert isinstance(found, ValueError)
+    grades = in_thread("grade", lambda: grade(tmp_path, chapter=5, puzzles=(), sandbox=False,
+                                              jobs=2), 60)
+    rows = {r.student: r for r in grades.rows}
+    assert rows["bob"].status == "invalid notebook"
+    assert "not a regular file" in rows["bob"].reason
+    assert rows["ann"].status == "invalid notebook"

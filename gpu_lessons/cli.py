@@ -170,6 +170,11 @@ def _grade(args) -> int:
         limits = Limits(memory_mib=args.memory) if args.memory else None
         if args.no_sandbox:
             print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        if not args.no_sandbox:  # the key, roster and bank must stay out of every sandbox
+            from .grading.runner import check_private
+
+            check_private({"--secret-file": args.secret_file, "--roster": args.roster,
+                           "--bank": args.bank})
         questions_for = _questions_for(args)  # may set args.chapter from the notebooks
         grades = grade(args.submissions, chapter=args.chapter, out=args.out,
                        feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,

@@ -285,6 +285,25 @@ def test_outputs_inside_what_sandboxes_see_are_refused(tmp_path):
         grade(tmp_path, chapter=5, out=PACKAGE / "grades.csv")
 
 
+@pytest.mark.parametrize("option, place", [
+    ("--secret-file", PACKAGE / "key"), ("--bank", Path(sys.prefix) / "bank"),
+    ("--roster", Path("/usr/local/share/roster.csv"))])
+def test_the_key_roster_and_bank_must_be_out_of_every_sandbox_s_sight(tmp_path, capsys,
+                                                                       option, place):
+    """A key kept in the course's environment (or the package, or /usr) is readable by every
+    notebook's kernel: with it a learner computes any student's numbers; a private bank there
+    hands out its references.  The grader refuses to start (it used to read and use them)."""
+    (tmp_path / "subs").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "subs" / "a_05.ipynb")
+    extra = [] if option == "--secret-file" else ["--secret-file", str(tmp_path / "key")]
+    (tmp_path / "key").write_text("k" * 32)
+    assert cli.main(["grade", str(tmp_path / "subs"), "--chapter", "5", option, str(place),
+                     *extra, "--out", str(tmp_path / "grades.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{option}={str(place)!r}" in err and "which every sandbox can read" in err
+    assert not (tmp_path / "grades.csv").exists()
+
+
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
     output.atomic_write(tmp_path / "a.csv", "x")
     output.atomic_write(tmp_path / "a.csv", "y")

@@ -271,8 +271,19 @@ def _collect(chapter, paths, rows: dict, seed=None) -> Grades:
 
 def _check_outside_sandbox(root, out, feedback) -> None:
     """Refuse submissions or outputs inside a folder every sandbox sees (read-only)."""
+    check_private({"submissions": root, "out": out, "feedback": feedback})
+
+
+def check_private(paths: dict) -> None:
+    """Refuse any of ``paths`` (name -> path or None) that lies where every sandbox can read it:
+    the environment, the package, Python, and the system folders and ``/etc`` files bound into
+    each sandbox.  For the key, the roster and a private bank this is what keeps them secret:
+    a key in the course's environment would give every notebook every student's numbers."""
     shared = [Path(p) for p in _sandbox.readonly_paths()]
-    for what, path in (("submissions", root), ("out", out), ("feedback", feedback)):
+    shared += [Path(os.path.realpath(d)) for d in _sandbox.SYSTEM_DIRS
+               if os.path.isdir(d) and not os.path.islink(d)]
+    shared += [Path("/etc", name) for name in _sandbox.ETC_FILES]
+    for what, path in paths.items():
         if path is None:
             continue
         real = Path(os.path.realpath(path))

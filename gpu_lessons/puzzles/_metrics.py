@@ -92,12 +92,16 @@ def _blocks(result) -> int:
 # -- the metrics ----------------------------------------------------------------------------------
 
 def _sectors(kinds):
+    """Sectors of the worst request, not the average: cheap one-sector requests added to a
+    kernel (one lane storing a value again) would otherwise dilute a 32-sector request's
+    cost below the budget, and every derivation ("32 consecutive floats are 4 sectors") is a
+    statement about each request."""
     def measure(result, case, array, params):
-        evs = _events(result, kinds, array)
-        requests = sum(e.requests for e in evs)
-        if not requests:
+        evs = [e for e in _events(result, kinds, array) if e.requests]
+        if not evs:
             return 0.0, None
-        return sum(e.sectors for e in evs) / requests, _worst_line(evs, lambda e: e.sectors)
+        worst = max(evs, key=lambda e: e.sectors / e.requests)
+        return worst.sectors / worst.requests, worst.line
     return measure
 
 

@@ -493,6 +493,18 @@ def ilp_one_at_a_time(t, x, out, n):
         out[i + 128 * k] = x[i + 128 * k] * 2 + 1
 
 
+def ilp_one_at_a_time_behind_dummy_loads(t, x, out, n):
+    # four loads of out, whose values nothing uses, before the first store: they counted as
+    # the four loads in flight; only loads of x do
+    i = t.block_idx.x * 512 + t.thread_idx.x
+    _d0 = out[i]
+    _d1 = out[i + 128]
+    _d2 = out[i + 256]
+    _d3 = out[i + 384]
+    for k in range(4):
+        out[i + 128 * k] = x[i + 128 * k] * 2 + 1
+
+
 def occupancy_spare_shared(t, x, out, n):
     size = t.block_dim.x
     tile = t.shared(size + 8, np.float32)
@@ -693,6 +705,8 @@ BREAKERS = [
     ("transpose_tiled", transpose_naive_diluted, {}, "store_sectors",
      "global stores to out: 32.0 sectors per request, the budget is 4.0"),
     ("transpose", transpose_naive_diluted, {}, "store_sectors", "global stores to out: 32.0"),
+    ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
+     "global loads issued before the first store: 1 per warp, the budget is at least 4"),
 ]
 
 

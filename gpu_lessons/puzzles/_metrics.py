@@ -164,14 +164,16 @@ def _loads_before_first_store(result, case, array, params):
     """Global loads a warp has issued before its first global store, fewest over the warps
     that store: how many independent loads each thread keeps in flight (memory-level
     parallelism), since a store needs the data its loads bring.  An atomic counts as the
-    store (it writes, and its old value comes back only when it is done)."""
+    store (it writes, and its old value comes back only when it is done).  With ``array``, only
+    loads of that array count: loads of the output (which nothing needs) would otherwise
+    stand in for the input loads the budget is about."""
     before: dict = {}
     stored: set = set()
     for e in result.events:
         key = (e.block, e.warp)
         if key in stored:
             continue
-        if e.kind == "ld.global":
+        if e.kind == "ld.global" and (array is None or e.array == array):
             before[key] = before.get(key, 0) + 1
         elif e.kind in STORES["global"]:
             stored.add(key)

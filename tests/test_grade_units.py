@@ -638,3 +638,41 @@ def test_a_pipe_named_ipynb_is_a_row_not_a_hang(tmp_path):
     assert rows["bob"].status == "invalid notebook"
     assert "not a regular file" in rows["bob"].reason
     assert rows["ann"].status == "invalid notebook"
+
+
+def test_a_lone_surrogate_cannot_stop_the_class_s_grades(tmp_path, monkeypatch):
+    """JSON's "\\ud800" (an exception message, an exception class's name) and a file name that
+    is not UTF-8 both give Python strings no UTF-8 file or terminal can take: one such string
+    in one row made writing grades.json (and printing the row) fail for the whole class."""
+    import os
+
+    from gpu_lessons.grading import grade, sandbox
+    from gpu_lessons.questions.types import Function, Question
+
+    q = Question("05.fn", "fn", 1, "?", Function(lambda x: x, lambda rng: {"x": 1.0}, "fn(x)",
+                                                 cases=1))
+    lines = [json.dumps({"event": "answer", "id": "05.fn", "observation": {
+                 "kind": "function", "outputs": [{"raised": "Value\ud800Error",
+                                                  "message": "\ud800 boom"}]}}),
+             json.dumps({"event": "error", "index": 1, "ename": "\udfff"}),
+             json.dumps({"event": "end", "status": "ok"})]
+
+    def fake_run(self, stdin, timeout):
+        return Outcome(0, False, tuple((0.0, line.encode()) for line in lines), "", "", 0.1)
+
+    monkeypatch.setattr(sandbox.Process, "run", fake_run)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    nbformat.write(nb, subs / "ann_05.ipynb")
+    with open(os.path.join(os.fsencode(subs), b"\xff_05.ipynb"), "w") as f:  # not UTF-8
+        nbformat.write(nb, f)
+    shown = []
+    grades = grade(subs, questions_for=lambda s: (q,), sandbox=False, out=tmp_path / "g.csv",
+                   feedback=tmp_path / "fb", progress=lambda row: shown.append(
+                       f"{row.status} {row.file} {row.reason}".encode()))
+    assert len(grades.rows) == len(shown) == 2
+    assert "raised" in grades.rows[0].reason
+    written = json.loads((tmp_path / "g.json").read_text("utf-8"))
+    assert len(written["rows"]) == 2 and len(list((tmp_path / "fb").iterdir())) == 2
+    assert "boom" in written["rows"][0]["feedback"]["05.fn"]

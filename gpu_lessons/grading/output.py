@@ -137,10 +137,12 @@ def feedback_names(rows) -> list[str]:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+    A character UTF-8 cannot encode (a lone surrogate from a submission's JSON) is written as
+    its escape rather than stopping the whole class's grades from being written."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

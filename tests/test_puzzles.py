@@ -505,6 +505,31 @@ def ilp_one_at_a_time_behind_dummy_loads(t, x, out, n):
         out[i + 128 * k] = x[i + 128 * k] * 2 + 1
 
 
+def stencil_staged_in_out(t, x, out, n):
+    # no shared memory: each value is staged in out and the neighbours read back from there;
+    # x is loaded once (plus the halo), so every budget on x held
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    tid = t.thread_idx.x
+    mid = t.local(0.0, np.float32)
+    with t.if_(i < n):
+        mid[...] = x[i]
+        out[i] = mid
+    t.sync()
+    left = t.local(0.0, np.float32)
+    right = t.local(0.0, np.float32)
+    with t.if_((tid == 0) & (i > 0) & (i < n)):
+        left[...] = x[i - 1]
+    with t.if_((tid > 0) & (i < n)):
+        left[...] = out[i - 1]
+    with t.if_((tid == 127) & (i + 1 < n)):
+        right[...] = x[i + 1]
+    with t.if_((tid < 127) & (i + 1 < n)):
+        right[...] = out[i + 1]
+    t.sync()
+    with t.if_(i < n):
+        out[i] = left + mid + right
+
+
 def occupancy_spare_shared(t, x, out, n):
     size = t.block_dim.x
     tile = t.shared(size + 8, np.float32)
@@ -705,6 +730,8 @@ BREAKERS = [
     ("transpose_tiled", transpose_naive_diluted, {}, "store_sectors",
      "global stores to out: 32.0 sectors per request, the budget is 4.0"),
     ("transpose", transpose_naive_diluted, {}, "store_sectors", "global stores to out: 32.0"),
+    ("stencil", stencil_staged_in_out, {}, "output_loads",
+     "global loads of the outputs: 508 lane loads, the budget is 0"),
     ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
 ]
@@ -724,7 +751,8 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
 
 def test_every_metric_has_a_breaker():
     used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
-                                                           "atomic_contention", "busiest_warp"}
+                                                           "atomic_contention", "busiest_warp",
+                                                           "output_loads"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
 

@@ -322,6 +322,17 @@ def spread_budget(p: Puzzle) -> Budget | None:
                   f"work, so no warp has to loop over the elements of the others")
 
 
+def output_loads_budget(p: Puzzle) -> Budget:
+    """No kernel needs to read back what it writes: the spec never reads an output.  Atomics
+    on an output read it too, except in the puzzles about atomics, whose outputs are counters
+    updated that way (their own budgets count those atomics)."""
+    about_atomics = any(b.metric in ATOMIC_METRICS for b in p.budgets)
+    kinds = ("ld.global",) if about_atomics else _metrics.LOADS["global"]
+    return Budget("output_loads", 0, "the spec reads only the inputs; staging values in an "
+                  "output and reading them back uses global memory where shared memory "
+                  "belongs", params={"arrays": tuple(p.outputs), "kinds": kinds})
+
+
 #: The metrics of the puzzles that are about atomics (the histograms).
 ATOMIC_METRICS = frozenset({"atomics_per_element", "global_atomics_per_block",
                             "atomic_serialisation", "atomic_contention"})
@@ -454,7 +465,8 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
 
 
 def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
-    """Budgets that apply to every puzzle: the work spread over the threads; and to every
+    """Budgets that apply to every puzzle: no output read back, the work spread over the
+    threads; and to every
     puzzle whose kernel uses a feature: shuffles, and atomics where the puzzle's own budgets
     do not measure them."""
     shuffled = any(r.totals.shuffle_instructions for _, r in runs)
@@ -462,7 +474,8 @@ def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
                and not any(b.metric in ATOMIC_METRICS for b in p.budgets))
     spread = spread_budget(p)
     return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
-        ((UNCONTENDED_ATOMICS,) if atomics else ()) + ((spread,) if spread else ())
+        ((UNCONTENDED_ATOMICS,) if atomics else ()) + (output_loads_budget(p),) + \
+        ((spread,) if spread else ())
 
 
 def _hazard(result: simt.SimResult):

@@ -222,6 +222,20 @@ def _atomic_contention(result, case, array, params):
     return float(worst.serialisation), worst.line
 
 
+def _output_loads(result, case, array, params):
+    """Lane loads of the output arrays (``params["arrays"]``) by the event kinds
+    ``params["kinds"]``.  No puzzle's spec reads its outputs, so a kernel that does is using
+    them as scratch memory: staging values in ``out`` instead of shared memory and reading
+    them back would dodge every budget on the loads of the inputs."""
+    evs = [e for e in result.events
+           if e.kind in params["kinds"] and e.array in params["arrays"]]
+    lanes = Counter()
+    for e in evs:
+        lanes[e.line] += e.active
+    line = lanes.most_common(1)[0][0] if lanes else None
+    return float(sum(lanes.values())), line
+
+
 def _busiest_warp(result, case, array, params):
     """Warp instructions issued by the warp that issued the most: the length of the longest
     chain of work in the launch.  Threads that share the work keep it short; one thread that
@@ -299,6 +313,8 @@ METRICS: dict[str, Metric] = {
     "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
                                 "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
+    "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
+                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
     "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",
                            _busiest_warp, False,
                            (2, "1. The execution hierarchy: thread → warp → block → SM"), 0),

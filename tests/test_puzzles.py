@@ -530,6 +530,20 @@ def stencil_staged_in_out(t, x, out, n):
         out[i] = left + mid + right
 
 
+def transpose_through_a(t, a, out, n):
+    # no shared tile: each block transposes its tile inside a (strided stores to the input,
+    # which no budget on out saw), then reads it back row by row and stores out coalesced
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    r0 = t.block_idx.y * 32
+    c0 = t.block_idx.x * 32
+    v = a[(r0 + ty) * n + c0 + tx]
+    t.sync()
+    a[(r0 + tx) * n + c0 + ty] = v
+    t.sync()
+    out[(c0 + ty) * n + r0 + tx] = a[(r0 + ty) * n + c0 + tx]
+
+
 def occupancy_spare_shared(t, x, out, n):
     size = t.block_dim.x
     tile = t.shared(size + 8, np.float32)
@@ -732,6 +746,9 @@ BREAKERS = [
     ("transpose", transpose_naive_diluted, {}, "store_sectors", "global stores to out: 32.0"),
     ("stencil", stencil_staged_in_out, {}, "output_loads",
      "global loads of the outputs: 508 lane loads, the budget is 0"),
+    ("transpose", transpose_through_a, {}, "input_stores",
+     "global stores to the inputs: 4,096 lane stores, the budget is 0"),
+    ("transpose_tiled", transpose_through_a, {}, "input_stores", "global stores to the inputs"),
     ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
 ]
@@ -752,7 +769,7 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
 def test_every_metric_has_a_breaker():
     used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
                                                            "atomic_contention", "busiest_warp",
-                                                           "output_loads"}
+                                                           "output_loads", "input_stores"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
 

@@ -333,6 +333,13 @@ def output_loads_budget(p: Puzzle) -> Budget:
                   "belongs", params={"arrays": tuple(p.outputs), "kinds": kinds})
 
 
+def input_stores_budget(p: Puzzle) -> Budget:
+    """No kernel needs to write an input (the spec writes only the outputs)."""
+    return Budget("input_stores", 0, "the spec writes only the outputs; writing an input to "
+                  "read it back uses global memory where shared memory belongs",
+                  params={"outputs": tuple(p.outputs)})
+
+
 #: The metrics of the puzzles that are about atomics (the histograms).
 ATOMIC_METRICS = frozenset({"atomics_per_element", "global_atomics_per_block",
                             "atomic_serialisation", "atomic_contention"})
@@ -465,7 +472,8 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
 
 
 def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
-    """Budgets that apply to every puzzle: no output read back, the work spread over the
+    """Budgets that apply to every puzzle: no output read back, no input written, the work
+    spread over the
     threads; and to every
     puzzle whose kernel uses a feature: shuffles, and atomics where the puzzle's own budgets
     do not measure them."""
@@ -474,7 +482,8 @@ def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
                and not any(b.metric in ATOMIC_METRICS for b in p.budgets))
     spread = spread_budget(p)
     return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
-        ((UNCONTENDED_ATOMICS,) if atomics else ()) + (output_loads_budget(p),) + \
+        ((UNCONTENDED_ATOMICS,) if atomics else ()) + \
+        (output_loads_budget(p), input_stores_budget(p)) + \
         ((spread,) if spread else ())
 
 

@@ -236,6 +236,19 @@ def _output_loads(result, case, array, params):
     return float(sum(lanes.values())), line
 
 
+def _input_stores(result, case, array, params):
+    """Lane stores (atomics included) to the arrays that are not outputs: the spec never writes
+    an input, so a kernel that does is using it as scratch memory — a strided transpose into
+    ``a`` and a coalesced read back would stand in for the shared tile."""
+    evs = [e for e in result.events
+           if e.kind in STORES["global"] and e.array not in params["outputs"]]
+    lanes = Counter()
+    for e in evs:
+        lanes[e.line] += e.active
+    line = lanes.most_common(1)[0][0] if lanes else None
+    return float(sum(lanes.values())), line
+
+
 def _busiest_warp(result, case, array, params):
     """Warp instructions issued by the warp that issued the most: the length of the longest
     chain of work in the launch.  Threads that share the work keep it short; one thread that
@@ -314,6 +327,8 @@ METRICS: dict[str, Metric] = {
                                 "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
     "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
+                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
+    "input_stores": Metric("global stores to the inputs", "lane stores", _input_stores, False,
                            (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
     "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",
                            _busiest_warp, False,

@@ -73,6 +73,9 @@ def digest(folder: Path) -> dict[str, str]:
             if path.is_symlink():
                 found[str(path.relative_to(folder))] = "-> " + os.readlink(path)
                 continue
+            if not path.is_file():  # a named pipe: opening it would wait for a writer
+                found[str(path.relative_to(folder))] = "not a regular file"
+                continue
             with open(path, "rb") as f:
                 found[str(path.relative_to(folder))] = hashlib.file_digest(f, "sha256").hexdigest()
     return found
@@ -295,6 +298,8 @@ def test_final_state_counts_not_the_state_at_check_time(run):
                                         ("huge_05.ipynb", "larger than 32 MiB"),
                                         ("deep_05.ipynb", "nested deeper than 64"),
                                         ("link_05.ipynb", "symbolic link"),
+                                        ("pipe_05.ipynb", "not a regular file"),
+                                        ("latin _05.ipynb", "not valid JSON"),
                                         ("=1+2_05.ipynb", "not valid JSON")])
 def test_invalid_notebooks_get_a_row(run, name, why):
     row = _row(run, name)
@@ -303,6 +308,17 @@ def test_invalid_notebooks_get_a_row(run, name, why):
 
 
 # -- the hostile ones ------------------------------------------------------------------------------
+
+@needs_sandbox
+def test_a_lone_surrogate_in_an_answer_does_not_stop_the_grades_being_written(run):
+    """Its error message reaches the grader as JSON's "\\ud800", which no UTF-8 file holds:
+    writing grades.json and the feedback once failed for the whole class on it."""
+    row = _row(run, "surrogate_05.ipynb")
+    assert (row["status"], _points(row)) == ("ok", [2, 1, 0])
+    assert "raised ValueError" in row["feedback"]["05.kernel_time"]
+    assert "no UTF-8 file can hold this" in row["feedback"]["05.kernel_time"]
+    assert (run.feedback / "surrogate.md").exists()
+
 
 @needs_sandbox
 def test_intruder_finds_nothing_to_harm_and_is_graded_normally(run):

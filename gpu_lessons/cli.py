@@ -107,7 +107,7 @@ def _questions_for(args):
 def _seed(args):
     """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
     regrade draws the same inputs, and nobody without the key can compute them); else None,
-    and the grader draws one.  Never a fixed default: a learner who knows the seed can compute
+    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can compute
     the grader's inputs and hard-code their outputs."""
     if args.seed is not None:
         return args.seed

@@ -32,7 +32,7 @@ class Row:
 @dataclass(frozen=True)
 class Grades:
     """All rows of one grading run, in file order.  ``columns``: every question (and puzzle)
-    id any row was graded on, in the order the chapter asks them; ``seed``: the seed the
+    id any row was graded on, in the order the chapter asks them; ``seed``: what the
     run's inputs were drawn with (``--seed`` regrades on the same inputs)."""
 
     chapter: int | None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import hashlib
 import json
 import re
 import subprocess
@@ -245,12 +246,29 @@ def test_feedback_files_one_per_student(tmp_path):
     written = Grades(5, ("05.x", "puzzle:reduce"), rows_).write(tmp_path / "g.csv",
                                                                feedback=tmp_path / "fb")
     names = sorted(p.name for p in (tmp_path / "fb").iterdir())
-    assert names == ["ann-2.md", "ann.md", "etc_passwd.md"] and len(written) == 5
+    assert names == ["ann-2.md", "ann.md", "etc_passwd-3754d6cb.md"] and len(written) == 5
     text = (tmp_path / "fb" / "ann.md").read_text("utf-8")
     assert "**2 / 3 points**" in text and "## Question 05.x — correct (2 points)" in text
     assert "## Puzzle `reduce` — not correct (0 points)" in text
     assert "&lt;b&gt;race&lt;/b&gt;" in text
     assert "not attempted" in (tmp_path / "fb" / "ann-2.md").read_text("utf-8")
+
+
+def test_a_classmate_cannot_take_another_student_s_feedback_file_name():
+    """ "alice." (from alice._05.ipynb, which sorts before alice_05.ipynb) and "ALICE" made the
+    same file name as "alice"; coming first, they took alice.md and alice got alice-2.md."""
+    def row(file, student):
+        return Row(file, student, {}, 0.0, 1.0, "ok", "")
+
+    def tag(student):
+        return hashlib.sha256(student.encode()).hexdigest()[:8]
+
+    names = output.feedback_names([row("alice._05.ipynb", "alice."), row("ALICE_05.ipynb", "ALICE"),
+                                   row("alice_05.ipynb", "alice"), row("bob_05.ipynb", "bob"),
+                                   row("bob/again.ipynb", "bob")])
+    assert names == [f"alice-{tag('alice.')}.md", f"ALICE-{tag('ALICE')}.md",
+                     f"alice-{tag('alice')}.md", "bob.md", "bob-2.md"]
+    assert "alice.md" not in names  # nobody gets the name everybody else could claim
 
 
 def test_output_targets_are_checked_before_grading(tmp_path):

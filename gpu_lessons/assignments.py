@@ -30,8 +30,11 @@ graded from the submitted notebook; it never judges correctness or names a mista
 prints the same for a right and a wrong answer.  The plausible size of a number is: positive,
 at least 10⁶ times smaller than the smallest reference of any variant and at most 10⁶ times
 larger than the largest, each bound rounded out to a power of ten — so it says nothing about
-any student's answer.  Function questions keep their instant feedback (they are tried on
-random inputs, and the grader draws its own), as do the puzzles: passing them takes the work.
+any student's answer.  The built-in function questions are practice in a release: they keep
+their instant feedback and the grader leaves them out, because the package every student has
+holds their references (often the very model function they ask for).  A private bank's function
+questions are graded (their references do not ship), and so are the puzzles: passing one takes
+a working kernel.
 
 What this protects, and what it does not: variants stop answers being passed between
 students; the package is public, so a student can still compute their own variant's reference
@@ -133,8 +136,10 @@ def questions_for(secret, chapter, *, bank=None,
                   roster=None) -> Callable[[str], tuple[Question, ...]]:
     """Student id -> that student's bound questions of ``chapter``: what the grader takes.
 
-    ``secret``: bytes, or the path of a secret file; ``None`` grades everyone with the lessons'
-    own numbers (a private bank without variants, say).  ``bank``: a private bank's folder.
+    ``secret``: bytes, or the path of a secret file (a release): each student's graded
+    questions (:func:`graded`: the built-in function questions stay practice and are left
+    out); ``None`` grades every question with the lessons' own numbers (a private bank without
+    variants, say).  ``bank``: a private bank's folder.
     ``roster``: a roster CSV or a list of ids; a student not on it is refused with a
     ``ValueError`` naming them (the grader reports it in that submission's row).
     """
@@ -155,10 +160,14 @@ def questions_for(secret, chapter, *, bank=None,
     if isinstance(secret, (str, Path)):
         secret = read_secret(secret)
     drawn = Assignment(secret, bank=extra).questions_for(n)
+    bank_ids = {q.id for q in extra.get(n, ())}
 
     def questions(student: str) -> tuple[Question, ...]:
+        # A released notebook's built-in function questions are practice: no variants, and the
+        # package every student has holds their references, so grading them would give marks
+        # for `kernel_time = gpu_lessons.roofline.kernel_time`.
         _on_roster(student, allowed)
-        return drawn(student)
+        return tuple(q for q in drawn(student) if graded(q, from_bank=q.id in bank_ids))
 
     return questions
 
@@ -438,7 +447,7 @@ def _set_up_checks(nb, forms: Mapping, name: str, student: str) -> None:
             f"`check` only tells you whether an answer has the right *form* (a number in the "
             f"right units, one of the options); it does not say whether it is right. Your "
             f"answers are graded from the notebook you submit. Questions where you write a "
-            f"function keep their instant feedback.")
+            f"function are practice: they keep their instant feedback and are not graded.")
     nb.cells.insert(first, nbformat.v4.new_markdown_cell(note))
 
 

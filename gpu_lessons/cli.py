@@ -89,6 +89,8 @@ def _grade_arguments(parser) -> None:
 def _questions_for(args):
     """The function from student id to that student's questions, or None for the chapter's
     built-in questions with the lessons' own numbers."""
+    if not args.secret_file:
+        _refuse_a_release_without_its_key(args)
     if not (args.secret_file or args.roster or args.bank):
         return None
     if args.roster and not args.secret_file:
@@ -107,8 +109,8 @@ def _questions_for(args):
 def _seed(args):
     """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
     regrade draws the same inputs, and nobody without the key can compute them); else None,
-    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can compute
-    the grader's inputs and hard-code their outputs."""
+    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can
+    compute the grader's inputs and hard-code their outputs."""
     if args.seed is not None:
         return args.seed
     if args.secret_file:
@@ -119,6 +121,27 @@ def _seed(args):
         key = read_secret(args.secret_file)
         return hmac.new(key, b"gpu-lessons grading inputs v1", "sha256").hexdigest()[:16]
     return None
+
+
+def _refuse_a_release_without_its_key(args) -> None:
+    """Released notebooks ask each student's own numbers: graded without the key they would be
+    judged against the lessons' numbers, which the public solutions answer.  Refuse when most
+    notebooks say they come from a release; warn when some do (one notebook's metadata must not
+    be able to stop a whole run)."""
+    from .grading.submissions import collect, released_count
+
+    paths = collect(args.submissions)[1]
+    n = released_count(paths)
+    if not n:
+        return
+    what = (f"{n} of the {len(paths)} notebooks say they come from a release with per-student "
+            f"numbers (metadata gpu_lessons.released)")
+    if 2 * n > len(paths):
+        raise ValueError(f"{what}: grade them with --secret-file, the key the release used "
+                         f"(and --roster); without it each would be judged against the "
+                         f"lessons' own numbers, which the public solutions answer")
+    print(f"gpu-lessons grade: warning: {what}; without --secret-file they are graded against "
+          f"the lessons' own numbers, not each student's", file=sys.stderr)
 
 
 def _puzzles(args):

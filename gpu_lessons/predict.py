@@ -205,7 +205,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
                "at stride 4 touch?", "number", _stride4_sectors, "sectors"),
     Prediction("05.gemm_ridge_n", "At what N does a square FP16 GEMM, every matrix moved once, "
                "reach the H100's FP16 ridge point?", "number", _gemm_ridge_n, ""),
-    Prediction("06.first_limit", "At 256 threads, 40 registers and 4 KB of shared memory on "
+    Prediction("06.first_limit", "At 256 threads, 40 registers and 4 KiB of shared memory on "
                "CC 9.0, which limit binds?", "choice", _first_limit,
                options=("warps", "blocks", "registers", "shared memory")),
     Prediction("06.knee_ilp1", "With 4 ALU instructions per load, one load in flight and a "

@@ -350,13 +350,8 @@ def batch_sweep(batch_sizes, *, fixed_us: float, per_item_us: float, n_kernels: 
                 final_sync: bool = True) -> BatchSweep:
     """Why a small batch leaves the GPU hungry: kernel duration ``d = fixed + per_item × batch``,
     then the step time of :func:`kernel_sequence` for every batch size at once."""
-    b = np.asarray(batch_sizes)
-    if b.ndim == 0:
-        b = b.reshape(1)
-    if b.size == 0 or b.dtype == bool or b.dtype.kind not in "iu":
-        raise TypeError(f"batch_sizes must be a non-empty sequence of integers, got {batch_sizes!r}")
-    if np.any(b < 1):
-        raise ValueError(f"batch_sizes must all be >= 1, got {batch_sizes!r}")
+    b = _validate.int_array("batch_sizes", batch_sizes, low=1, max_ndim=1,
+                            nonempty=True).reshape(-1)
     fixed = _nonneg("fixed_us", fixed_us)
     per = _nonneg("per_item_us", per_item_us)
     if fixed == 0 and per == 0:

@@ -445,12 +445,12 @@ class EstimateComparison:
         worst6 = max(self.six_n_error, key=abs)
         worstp = max(self.palm_error, key=abs)
         return (f"EstimateComparison(N={self.n_params:,}, seq_len {self.seq_lens[0]}.."
-                f"{self.seq_lens[-1]}: 6N off by up to {100 * worst6:+.1f} %, "
-                f"6N + 12·L·H·Q·T by up to {100 * worstp:+.1f} %)")
+                f"{self.seq_lens[-1]}: 6N off by up to {_pct(worst6, signed=True)}, "
+                f"6N + 12·L·H·Q·T by up to {_pct(worstp, signed=True)})")
 
     def _repr_html_(self) -> str:
-        rows = [(s, _si(x, "FLOP"), _si(a, "FLOP"), f"{100 * ea:+.1f} %", _si(p, "FLOP"),
-                 f"{100 * ep:+.1f} %")
+        rows = [(s, _si(x, "FLOP"), _si(a, "FLOP"), _pct(ea, signed=True), _si(p, "FLOP"),
+                 _pct(ep, signed=True))
                 for s, x, a, ea, p, ep in zip(self.seq_lens, self.exact, self.six_n,
                                               self.six_n_error, self.palm, self.palm_error,
                                               strict=True)]

@@ -141,7 +141,9 @@ def _accepts(q, answer) -> bool:
 def test_questions_for_gives_each_student_their_bound_questions():
     for n in (5, 6):
         mine = questions_for(SECRET, n)("alice")
-        assert [q.id for q in mine] == [q.id for q in templates(n)]
+        # the built-in function questions are practice in a release: the grader leaves them out
+        assert [q.id for q in mine] == [q.id for q in templates(n)
+                                        if not isinstance(q.answer, Function)]
         for q in mine:
             assert q.params == (draw(SECRET, "alice", q) or {})
             if not isinstance(q.answer, Function):
@@ -520,6 +522,13 @@ def test_grading_with_the_key_scores_each_student_against_their_own_numbers(tmp_
     nb = nbformat.read(tmp_path / "rel" / "alice" / "05_roofline.ipynb", as_version=4)
     alice = Assignment(KEY).questions("alice", 5)
     _answered(nb, alice)
+    # and every function question answered with the package's own reference, which would
+    # score full marks on them if they were graded
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "from gpu_lessons.questions import templates as _t\n"
+        "for _q in _t(5):\n"
+        "    if type(_q.answer).__name__ == 'Function':\n"
+        "        globals()[_q.name] = _q.answer.reference"))
     for student in ("alice", "bob", "carol"):
         folder = tmp_path / "subs" / student
         folder.mkdir(parents=True)
@@ -533,8 +542,45 @@ def test_grading_with_the_key_scores_each_student_against_their_own_numbers(tmp_
     rows = {r["student"]: r for r in json.loads(out.with_suffix(".json").read_text())["rows"]}
     value_points = sum(q.points for q in alice if not isinstance(q.answer, Function))
     assert rows["alice"]["total"] == value_points
+    functions = {q.id for q in alice if isinstance(q.answer, Function)}
+    assert functions and not functions & set(rows["alice"]["points"])
     bob = Assignment(KEY).questions("bob", 5)
     lost = sum(qb.points for qa, qb in zip(alice, bob, strict=True)
                if not isinstance(qb.answer, Function) and not _accepts(qb, _right_answer(qa)))
     assert lost > 0 and rows["bob"]["total"] == value_points - lost
     assert "not on the roster" in rows["carol"]["reason"] and rows["carol"]["total"] == 0
+
+
+def test_released_notebooks_are_not_graded_without_the_key(released, tmp_path, capsys):
+    """Graded without ``--secret-file``, released notebooks would be judged against the
+    lessons' own numbers (which the public solutions answer) instead of each student's: the
+    grader refuses before running anything when most of them say they come from a release."""
+    out, _ = released
+    subs = tmp_path / "subs"
+    for sid in STUDENTS:
+        (subs / sid).mkdir(parents=True)
+        (subs / sid / "05_roofline.ipynb").write_bytes((out / sid / "05_roofline.ipynb").read_bytes())
+    grades = tmp_path / "grades.csv"
+    assert cli.main(["grade", str(subs), "--out", str(grades), "--no-puzzles"]) == 2
+    err = capsys.readouterr().err
+    assert "3 of the 3 notebooks" in err and "--secret-file" in err
+    assert not grades.exists()
+
+
+def test_one_notebook_claiming_a_release_only_warns(released, tmp_path, capsys):
+    """Metadata is the student's to write: one notebook that claims to come from a release
+    must not stop the run for everyone, so a minority gets a warning, not a refusal."""
+    import argparse
+
+    out, _ = released
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.ipynb").write_bytes((out / "alice" / "05_roofline.ipynb").read_bytes())
+    practice = (ROOT / "exercises" / "05_roofline.ipynb").read_bytes()
+    for name in ("bob.ipynb", "carol.ipynb"):
+        (subs / name).write_bytes(practice)
+    args = argparse.Namespace(submissions=str(subs), secret_file=None, roster=None, bank=None,
+                              chapter=5)
+    assert cli._questions_for(args) is None
+    err = capsys.readouterr().err
+    assert "warning: 1 of the 3 notebooks" in err and "--secret-file" in err

@@ -126,3 +126,33 @@ def test_the_readme_table_states_the_walked_times():
         cell = f"{lesson} min" + (f" + {ex['stated']} min" if ex else "")
         row = next(line for line in readme.splitlines() if f"| `{path.stem}` |" in line)
         assert row.rstrip().endswith(f"| {cell} |"), row
+
+
+WORD_RECORD = ROOT / "docs" / "measured" / "word_count.md"
+
+
+def _word_rows():
+    """``{notebook: (before visible, before total, after visible, after collapsed)}`` from
+    docs/measured/word_count.md."""
+    rows = {}
+    for line in WORD_RECORD.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| (\d\d_\w+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", line)
+        if m:
+            rows[m.group(1)] = tuple(int(g.replace(",", "")) for g in m.groups()[1:])
+    return rows
+
+
+def test_the_word_count_record_is_the_lessons_as_they_are():
+    """docs/measured/word_count.md counts the lessons as committed (re-run
+    ``tools/word_count.py --before c6c2ad4 --md docs/measured/word_count.md`` after editing
+    prose), and the visible prose is at least 25 % shorter than before the editorial pass."""
+    rows = _word_rows()
+    assert set(rows) == {p.stem for p in LESSONS}
+    for path in LESSONS:
+        now = WORDS.notebook_words(path)
+        _, _, visible, collapsed = rows[path.stem]
+        assert now.visible == pytest.approx(visible, rel=0.02, abs=10), path.stem
+        assert now.collapsed == pytest.approx(collapsed, rel=0.02, abs=10), path.stem
+    before = sum(r[0] for r in rows.values())
+    after = sum(WORDS.notebook_words(p).visible for p in LESSONS)
+    assert after <= 0.75 * before, f"visible prose {after:,} words against {before:,} before"

@@ -94,8 +94,8 @@ def table(now: dict[str, Words], before: dict[str, Words] | None = None,
     lines = [f"| notebook | {before_label}: visible | total | after: visible | collapsed | total "
              "| change: visible | total |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
 
-    def pct(a, b):
-        return f"{(a - b) / b:+.0%}" if b else "new"
+    def pct(a, b):  # one decimal, so that -24.9 % does not read as the -25 % it misses
+        return f"{(a - b) / b:+.1%}" if b else "new"
 
     for name in sorted(set(now) | set(before)):
         b, a = before.get(name, Words(0, 0)), now.get(name, Words(0, 0))

@@ -141,5 +141,22 @@ def _open_regular(path: Path):
         raise
 
 
+def released_count(paths) -> int:
+    """How many of ``paths`` say in their metadata that they come from a release with
+    per-student numbers (``metadata.gpu_lessons.released``).  Read like :func:`chapter_from`;
+    a notebook can claim anything, so this only warns or refuses a run where most agree."""
+    n = 0
+    for p in paths:
+        try:
+            if p.is_symlink():
+                continue
+            with _open_regular(p) as f:
+                data = json.loads(f.read(MAX_NOTEBOOK).decode("utf-8"))
+            n += data["metadata"]["gpu_lessons"].get("released") is True
+        except Exception:  # unreadable, not JSON, no such key: not a released notebook
+            continue
+    return n
+
+
 def _text(source) -> str:
     return "".join(map(str, source)) if isinstance(source, list) else str(source)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, html_table
+from .._format import bandwidth, binary_bytes, html_table, percent
 from ..memory import predicted_traffic
 from . import cuda_sources
 from .cpu import Staircase
@@ -213,7 +213,7 @@ class AccessSweep:
         return [x for x, e in zip(self.x, self.relative_error, strict=True) if abs(e) > tolerance]
 
     def _rows(self):
-        return [(x, s, f"{u:.3f}", f"{p:,.0f}", f"{m:,.0f}", f"{100 * e:+.0f} %")
+        return [(x, s, f"{u:.3f}", f"{p:,.0f}", f"{m:,.0f}", percent(e, signed=True))
                 for x, s, u, p, m, e in zip(self.x, self.sectors_read, self.useful_over_moved,
                                             self.predicted_gbps, self.measured_gbps,
                                             self.relative_error, strict=True)]

@@ -130,7 +130,9 @@ def _gemm_ridge_size(gpu, precision, *, size=None, flops_per_mac=2, write_c=True
 
 def _gemm_fields(gpu, precision) -> dict:
     dtype, size = _GEMM_DTYPE[precision]
-    return {"roof": _ROOF_TEXT[precision], "dtype": dtype, "bytes": size}
+    # "1 byte", "2 bytes": the phrase the prompt and a mistake print
+    return {"roof": _ROOF_TEXT[precision], "dtype": dtype,
+            "bytes": f"{size} byte" + ("s" if size != 1 else "")}
 
 
 # -- 05.conv_flops: convolution FLOPs ----------------------------------------------------------------
@@ -376,7 +378,7 @@ QUESTIONS = (
         name="gemm_ridge_size",
         points=2,
         title="How large must a GEMM be?",
-        prompt="C = A @ B with all three matrices N × N in **{dtype}** ({bytes} bytes per "
+        prompt="C = A @ B with all three matrices N × N in **{dtype}** ({bytes} per "
                "element). If every matrix crosses DRAM exactly once (A and B read, C written), "
                "the arithmetic intensity grows with N. What is the **smallest N** for which it "
                "reaches the ridge point of {a_gpu} **{gpu}** running {roof}? Store the whole number "
@@ -402,7 +404,7 @@ QUESTIONS = (
                 Mistake("no_c", "C has to be written back to DRAM too: count its bytes.",
                         value=lambda ref, gpu, precision: _gemm_ridge_size(
                             gpu, precision, write_c=False)),
-                Mistake("four_bytes", "{dtype} elements are {bytes} bytes, not 4.",
+                Mistake("four_bytes", "{dtype} elements are {bytes}, not 4.",
                         value=lambda ref, gpu, precision: None if _GEMM_DTYPE[precision][1] == 4
                         else _gemm_ridge_size(gpu, precision, size=4)),
                 Mistake("ridge_itself", "that is the ridge point (FLOP/byte); the question "

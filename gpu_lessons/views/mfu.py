@@ -257,8 +257,8 @@ def _readout(p: Preset, f: _mfu.TransformerFlops, params: _mfu.ParameterCount,
         util += (f" <span style='color:{red}'>Above 100 %: impossible. Check the peak (sparse, "
                  "precision, accumulate type), the GPU count or the throughput.</span>")
     estimates = (f"Per token: exact {si(est.exact[0], 'FLOP')}, 6N {si(est.six_n[0], 'FLOP')} "
-                 f"({est.six_n_error[0] * 100:+.1f} %), 6N + 12·L·H·Q·T "
-                 f"{si(est.palm[0], 'FLOP')} ({est.palm_error[0] * 100:+.1f} %).")
+                 f"({percent(est.six_n_error[0], signed=True)}), 6N + 12·L·H·Q·T "
+                 f"{si(est.palm[0], 'FLOP')} ({percent(est.palm_error[0], signed=True)}).")
     lines = [shape, flops, util, estimates]
     if other is not None:
         verdict = ("the FP16-accumulate mistake: it halves MFU" if other.accumulate == "fp16"

@@ -650,6 +650,8 @@ def test_a_pipe_named_ipynb_is_a_row_not_a_hang(tmp_path):
     found = in_thread("chapter_from", lambda: submissions.chapter_from(
         sorted(tmp_path.iterdir())), 20)
     assert isinstance(found, ValueError)
+    assert in_thread("released_count", lambda: submissions.released_count(
+        sorted(tmp_path.iterdir())), 20) == 0
     grades = in_thread("grade", lambda: grade(tmp_path, chapter=5, puzzles=(), sandbox=False,
                                               jobs=2), 60)
     rows = {r.student: r for r in grades.rows}

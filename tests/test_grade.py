@@ -439,11 +439,16 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
     notebook("cat_02.ipynb", "def map_kernel(t, a, out):\n    import os\n"
              "    out[t.thread_idx.x] = a[t.thread_idx.x] + 10\n",
              "def occupancy_kernel(t, x, out, n):\n    raise NotImplementedError\n")
+    # correct, every coalescing budget met, but thread 0 does the block's work alone
+    notebook("dan_02.ipynb", "def map_kernel(t, a, out):\n"
+             "    with t.if_(t.thread_idx.x == 0):\n"
+             "        for i in range(len(a)):\n"
+             "            out[i] = a[i] + 10\n")
     grades = grade(tmp_path, questions_for=lambda s: (), jobs=2, cell_timeout=CELL_TIMEOUT,
                    timeout=NOTEBOOK_TIMEOUT,
                    puzzles=(Puzzle("map", "map_kernel", 2),
                             Puzzle("occupancy", "occupancy_kernel", 3, ("block",))))
-    ann, ben, cat = grades.rows
+    ann, ben, cat, dan = grades.rows
     assert grades.columns == ("puzzle:map", "puzzle:occupancy")
     assert (ann.status, ann.points, ann.max) == ("ok", {"puzzle:map": 2, "puzzle:occupancy": 3}, 5)
     assert ann.feedback["puzzle:map"].startswith("✓")
@@ -455,6 +460,8 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
     assert "line 2: `import os` is not part of the kernel language" in cat.feedback["puzzle:map"]
     assert cat.feedback["puzzle:occupancy"].startswith("… occupancy: not attempted")
     assert cat.reason == "not attempted: puzzle:occupancy"
+    assert dan.points == {"puzzle:map": 0, "puzzle:occupancy": 0}
+    assert "correct, but instructions issued by the busiest warp" in dan.feedback["puzzle:map"]
 
 
 def test_the_submissions_on_disk_are_what_make_submissions_writes(tmp_path):

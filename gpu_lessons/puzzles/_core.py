@@ -303,6 +303,52 @@ SHUFFLES_READ_ACTIVE_LANES = Budget(
 UNCONTENDED_ATOMICS = Budget(
     "atomic_contention", 1, "lanes that update one address take turns: this puzzle needs no "
     "atomic shared by several lanes (a tree or shuffles combine values without waiting)")
+#: Warp instructions issued by the busiest warp of each puzzle's worked kernel, on the measured
+#: cases (``solutions/puzzle_kernels.py``, seed 0, its own launch choices; a test measures them
+#: again).  Every other budget is an upper bound that one thread doing all of a block's work
+#: meets (its loads touch one sector each, it needs no barrier and no shared memory), so this
+#: one keeps the work spread over the threads: see :func:`spread_budget`.
+WORKED_BUSIEST_WARP = {
+    "map": 3, "zip": 4, "guard": 5, "map_2d": 11, "broadcast": 10, "blocks": 6,
+    "blocks_2d": 13, "split_work": 7, "stencil": 38, "dot": 65, "histogram_global": 5,
+    "histogram_shared": 14, "aos_to_soa": 36, "transpose_naive": 8, "transpose_tiled": 13,
+    "transpose": 13, "matmul_naive": 121, "matmul_tiled": 157, "ilp": 23, "occupancy": 48,
+    "reduce_tree": 80, "reduce_warp_uniform": 80, "reduce": 72, "reduce_shuffle": 30,
+    "scan_hillis_steele": 66, "scan_blelloch": 237, "matmul_register": 614, "grid_stride": 32,
+    "segmented_sum": 79, "softmax": 166,
+}
+
+
+def spread_budget(p: Puzzle) -> Budget | None:
+    """The busiest warp may issue at most twice the worked kernel's instructions, plus 16:
+    room for a kernel written differently (more index arithmetic, other guards), none for
+    one thread looping over the elements its block's threads should share."""
+    worked = WORKED_BUSIEST_WARP.get(p.id)
+    if worked is None:
+        return None
+    return Budget("busiest_warp", 2 * worked + 16,
+                  f"the worked kernel's busiest warp issues {worked}; the threads share the "
+                  f"work, so no warp has to loop over the elements of the others")
+
+
+def output_loads_budget(p: Puzzle) -> Budget:
+    """No kernel needs to read back what it writes: the spec never reads an output.  Atomics
+    on an output read it too, except in the puzzles about atomics, whose outputs are counters
+    updated that way (their own budgets count those atomics)."""
+    about_atomics = any(b.metric in ATOMIC_METRICS for b in p.budgets)
+    kinds = ("ld.global",) if about_atomics else _metrics.LOADS["global"]
+    return Budget("output_loads", 0, "the spec reads only the inputs; staging values in an "
+                  "output and reading them back uses global memory where shared memory "
+                  "belongs", params={"arrays": tuple(p.outputs), "kinds": kinds})
+
+
+def input_stores_budget(p: Puzzle) -> Budget:
+    """No kernel needs to write an input (the spec writes only the outputs)."""
+    return Budget("input_stores", 0, "the spec writes only the outputs; writing an input to "
+                  "read it back uses global memory where shared memory belongs",
+                  params={"outputs": tuple(p.outputs)})
+
+
 #: The metrics of the puzzles that are about atomics (the histograms).
 ATOMIC_METRICS = frozenset({"atomics_per_element", "global_atomics_per_block",
                             "atomic_serialisation", "atomic_contention"})
@@ -438,13 +484,19 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
 
 
 def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
-    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles, and atomics
-    where the puzzle's own budgets do not measure them."""
+    """Budgets that apply to every puzzle: no output read back, no input written, the work
+    spread over the
+    threads; and to every
+    puzzle whose kernel uses a feature: shuffles, and atomics where the puzzle's own budgets
+    do not measure them."""
     shuffled = any(r.totals.shuffle_instructions for _, r in runs)
     atomics = (any(r.totals.atomic_instructions for _, r in runs)
                and not any(b.metric in ATOMIC_METRICS for b in p.budgets))
+    spread = spread_budget(p)
     return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
-        ((UNCONTENDED_ATOMICS,) if atomics else ())
+        ((UNCONTENDED_ATOMICS,) if atomics else ()) + \
+        (output_loads_budget(p), input_stores_budget(p)) + \
+        ((spread,) if spread else ())
 
 
 def _hazard(result: simt.SimResult):

@@ -102,7 +102,7 @@ class Budget:
     def describe(self) -> str:
         m = _metrics.METRICS[self.metric]
         limit = self.limit_text if callable(self.limit) else m.show(self.limit)
-        return f"{self.name} {m.relation} {limit}"
+        return f"{self.name} {m.relation(self.limit)} {limit}"
 
 
 @dataclass(frozen=True)
@@ -476,7 +476,7 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
         value, line = metric.measure(result, case, b.array, b.params)
         ok = metric.within(value, limit)
         shown = (Measure(b.name, value, limit, ok,
-                         f"{metric.show(value)}, budget {metric.relation} {metric.show(limit)}"),
+                         f"{metric.show(value)}, budget {metric.relation(limit)} {metric.show(limit)}"),
                  case, line)
         if not ok:
             break

@@ -44,8 +44,10 @@ class Metric:
     def label(self, array: str | None) -> str:
         return self.what.format(array=array)
 
-    @property
-    def relation(self) -> str:
+    def relation(self, limit) -> str:
+        """How a value must stand to ``limit``: "= 100 %" where nothing higher exists."""
+        if self.higher_is_better and self.unit == "%" and not callable(limit) and limit >= 1.0:
+            return "="
         return "≥" if self.higher_is_better else "≤"
 
     @property

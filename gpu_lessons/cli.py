@@ -57,8 +57,10 @@ def _grade_arguments(parser) -> None:
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds a notebook may run before its sandbox is killed "
                              "(default: 600)")
-    parser.add_argument("--seed", default="0",
-                        help="seed for the inputs function answers are tried on (default: 0)")
+    parser.add_argument("--seed", default=None,
+                        help="seed for the inputs function answers and puzzle kernels are "
+                             "tried on (default: derived from --secret-file, else drawn for "
+                             "this run; the JSON records it, pass it again to regrade)")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
     parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
                         help="regex on the path under SUBMISSIONS; its first non-empty group "
@@ -104,6 +106,22 @@ def _questions_for(args):
     return questions_for(args.secret_file, chapter, bank=args.bank, roster=args.roster)
 
 
+def _seed(args):
+    """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
+    regrade draws the same inputs, and nobody without the key can compute them); else None,
+    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can
+    compute the grader's inputs and hard-code their outputs."""
+    if args.seed is not None:
+        return args.seed
+    if args.secret_file:
+        import hmac
+
+        from .assignments import read_secret
+
+        key = read_secret(args.secret_file)
+        return hmac.new(key, b"gpu-lessons grading inputs v1", "sha256").hexdigest()[:16]
+    return None
+
 
 def _refuse_a_release_without_its_key(args) -> None:
     """Released notebooks ask each student's own numbers: graded without the key they would be
@@ -124,6 +142,7 @@ def _refuse_a_release_without_its_key(args) -> None:
                          f"lessons' own numbers, which the public solutions answer")
     print(f"gpu-lessons grade: warning: {what}; without --secret-file they are graded against "
           f"the lessons' own numbers, not each student's", file=sys.stderr)
+
 
 def _puzzles(args):
     """The puzzles to grade: None for the chapter's own, () for none, or those named."""
@@ -174,10 +193,15 @@ def _grade(args) -> int:
         limits = Limits(memory_mib=args.memory) if args.memory else None
         if args.no_sandbox:
             print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        if not args.no_sandbox:  # the key, roster and bank must stay out of every sandbox
+            from .grading.runner import check_private
+
+            check_private({"--secret-file": args.secret_file, "--roster": args.roster,
+                           "--bank": args.bank})
         questions_for = _questions_for(args)  # may set args.chapter from the notebooks
         grades = grade(args.submissions, chapter=args.chapter, out=args.out,
                        feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
-                       timeout=args.timeout, seed=args.seed, kernel=args.kernel,
+                       timeout=args.timeout, seed=_seed(args), kernel=args.kernel,
                        id_pattern=args.id_pattern, questions_for=questions_for,
                        puzzles=_puzzles(args), sandbox=not args.no_sandbox,
                        limits=limits, progress=show)
@@ -194,7 +218,8 @@ def _grade(args) -> int:
     n = len(grades.rows)
     extra = f" and {n} feedback files in {args.feedback}" if args.feedback else ""
     print(f"graded {n} notebook{'' if n == 1 else 's'}: wrote {args.out} and "
-          f"{Path(args.out).with_suffix('.json')}{extra}")
+          f"{Path(args.out).with_suffix('.json')}{extra}; inputs drawn with --seed "
+          f"{grades.seed}")
     return 0
 
 

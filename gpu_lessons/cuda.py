@@ -1913,9 +1913,13 @@ def to_cuda(kernel, *args) -> CudaSource:
     whose lines end with the Python line each came from.  Raises
     :class:`~gpu_lessons.kernel_lang.KernelLanguageError` for what cannot be translated.
     """
-    k = validate(kernel)
-    tr = _Translator(k, args)
-    tr.run()
+    try:
+        k = validate(kernel)
+        tr = _Translator(k, args)
+        tr.run()
+    except KernelLanguageError as exc:
+        # The message names the learner's line; the translator's frames would only bury it.
+        raise exc.with_traceback(None) from None
     params = []
     for p in tr.params:
         if p.kind == "array":

@@ -879,7 +879,10 @@ def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
         fn_obj = kernel_or_source
     tree = _parse(source, offset)
     checker = _Checker(tree, offset)
-    checker.body(tree.body, {"top": True})
+    try:
+        checker.body(tree.body, {"top": True})
+    except KernelLanguageError as exc:  # the message names the line: the walk's frames do not
+        raise exc.with_traceback(None) from None
     values = _resolve(checker, fn_obj, constants, offset)
     if fn_obj is not None and tree.name != fn_obj.__name__:
         raise KernelLanguageError(

@@ -464,3 +464,18 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
                   f"    if t.thread_idx.x > 0:\n        pass\n")
     with pytest.raises(KernelLanguageError):
         puzzles.run_on_gpu(p.id, bad)
+
+
+def test_a_refused_kernel_shows_a_short_traceback():
+    """The message names the learner's line; a notebook shows no translator frames above it."""
+    def per_lane_if(t, x):
+        if x[t.thread_idx.x] > 0:
+            x[0] = 1
+
+    def imports(t, x):
+        import os  # noqa: F401
+
+    for kernel in (per_lane_if, imports):
+        with pytest.raises(KernelLanguageError, match=r"^line \d+: ") as info:
+            cuda.to_cuda(kernel, np.zeros(4, np.float32))
+        assert info.traceback[-1].name == "to_cuda"

@@ -73,6 +73,9 @@ def digest(folder: Path) -> dict[str, str]:
             if path.is_symlink():
                 found[str(path.relative_to(folder))] = "-> " + os.readlink(path)
                 continue
+            if not path.is_file():  # a named pipe: opening it would wait for a writer
+                found[str(path.relative_to(folder))] = "not a regular file"
+                continue
             with open(path, "rb") as f:
                 found[str(path.relative_to(folder))] = hashlib.file_digest(f, "sha256").hexdigest()
     return found
@@ -295,6 +298,8 @@ def test_final_state_counts_not_the_state_at_check_time(run):
                                         ("huge_05.ipynb", "larger than 32 MiB"),
                                         ("deep_05.ipynb", "nested deeper than 64"),
                                         ("link_05.ipynb", "symbolic link"),
+                                        ("pipe_05.ipynb", "not a regular file"),
+                                        ("latin _05.ipynb", "not valid JSON"),
                                         ("=1+2_05.ipynb", "not valid JSON")])
 def test_invalid_notebooks_get_a_row(run, name, why):
     row = _row(run, name)
@@ -303,6 +308,17 @@ def test_invalid_notebooks_get_a_row(run, name, why):
 
 
 # -- the hostile ones ------------------------------------------------------------------------------
+
+@needs_sandbox
+def test_a_lone_surrogate_in_an_answer_does_not_stop_the_grades_being_written(run):
+    """Its error message reaches the grader as JSON's "\\ud800", which no UTF-8 file holds:
+    writing grades.json and the feedback once failed for the whole class on it."""
+    row = _row(run, "surrogate_05.ipynb")
+    assert (row["status"], _points(row)) == ("ok", [2, 1, 0])
+    assert "raised ValueError" in row["feedback"]["05.kernel_time"]
+    assert "no UTF-8 file can hold this" in row["feedback"]["05.kernel_time"]
+    assert (run.feedback / "surrogate.md").exists()
+
 
 @needs_sandbox
 def test_intruder_finds_nothing_to_harm_and_is_graded_normally(run):
@@ -423,11 +439,16 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
     notebook("cat_02.ipynb", "def map_kernel(t, a, out):\n    import os\n"
              "    out[t.thread_idx.x] = a[t.thread_idx.x] + 10\n",
              "def occupancy_kernel(t, x, out, n):\n    raise NotImplementedError\n")
+    # correct, every coalescing budget met, but thread 0 does the block's work alone
+    notebook("dan_02.ipynb", "def map_kernel(t, a, out):\n"
+             "    with t.if_(t.thread_idx.x == 0):\n"
+             "        for i in range(len(a)):\n"
+             "            out[i] = a[i] + 10\n")
     grades = grade(tmp_path, questions_for=lambda s: (), jobs=2, cell_timeout=CELL_TIMEOUT,
                    timeout=NOTEBOOK_TIMEOUT,
                    puzzles=(Puzzle("map", "map_kernel", 2),
                             Puzzle("occupancy", "occupancy_kernel", 3, ("block",))))
-    ann, ben, cat = grades.rows
+    ann, ben, cat, dan = grades.rows
     assert grades.columns == ("puzzle:map", "puzzle:occupancy")
     assert (ann.status, ann.points, ann.max) == ("ok", {"puzzle:map": 2, "puzzle:occupancy": 3}, 5)
     assert ann.feedback["puzzle:map"].startswith("✓")
@@ -439,6 +460,8 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
     assert "line 2: `import os` is not part of the kernel language" in cat.feedback["puzzle:map"]
     assert cat.feedback["puzzle:occupancy"].startswith("… occupancy: not attempted")
     assert cat.reason == "not attempted: puzzle:occupancy"
+    assert dan.points == {"puzzle:map": 0, "puzzle:occupancy": 0}
+    assert "correct, but instructions issued by the busiest warp" in dan.feedback["puzzle:map"]
 
 
 def test_the_submissions_on_disk_are_what_make_submissions_writes(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import hashlib
 import json
 import re
 import subprocess
@@ -245,12 +246,29 @@ def test_feedback_files_one_per_student(tmp_path):
     written = Grades(5, ("05.x", "puzzle:reduce"), rows_).write(tmp_path / "g.csv",
                                                                feedback=tmp_path / "fb")
     names = sorted(p.name for p in (tmp_path / "fb").iterdir())
-    assert names == ["ann-2.md", "ann.md", "etc_passwd.md"] and len(written) == 5
+    assert names == ["ann-2.md", "ann.md", "etc_passwd-3754d6cb.md"] and len(written) == 5
     text = (tmp_path / "fb" / "ann.md").read_text("utf-8")
     assert "**2 / 3 points**" in text and "## Question 05.x — correct (2 points)" in text
     assert "## Puzzle `reduce` — not correct (0 points)" in text
     assert "&lt;b&gt;race&lt;/b&gt;" in text
     assert "not attempted" in (tmp_path / "fb" / "ann-2.md").read_text("utf-8")
+
+
+def test_a_classmate_cannot_take_another_student_s_feedback_file_name():
+    """ "alice." (from alice._05.ipynb, which sorts before alice_05.ipynb) and "ALICE" made the
+    same file name as "alice"; coming first, they took alice.md and alice got alice-2.md."""
+    def row(file, student):
+        return Row(file, student, {}, 0.0, 1.0, "ok", "")
+
+    def tag(student):
+        return hashlib.sha256(student.encode()).hexdigest()[:8]
+
+    names = output.feedback_names([row("alice._05.ipynb", "alice."), row("ALICE_05.ipynb", "ALICE"),
+                                   row("alice_05.ipynb", "alice"), row("bob_05.ipynb", "bob"),
+                                   row("bob/again.ipynb", "bob")])
+    assert names == [f"alice-{tag('alice.')}.md", f"ALICE-{tag('ALICE')}.md",
+                     f"alice-{tag('alice')}.md", "bob.md", "bob-2.md"]
+    assert "alice.md" not in names  # nobody gets the name everybody else could claim
 
 
 def test_output_targets_are_checked_before_grading(tmp_path):
@@ -283,6 +301,25 @@ def test_outputs_inside_what_sandboxes_see_are_refused(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "a_05.ipynb")
     with pytest.raises(ValueError, match="which every sandbox can read"):
         grade(tmp_path, chapter=5, out=PACKAGE / "grades.csv")
+
+
+@pytest.mark.parametrize("option, place", [
+    ("--secret-file", PACKAGE / "key"), ("--bank", Path(sys.prefix) / "bank"),
+    ("--roster", Path("/usr/local/share/roster.csv"))])
+def test_the_key_roster_and_bank_must_be_out_of_every_sandbox_s_sight(tmp_path, capsys,
+                                                                       option, place):
+    """A key kept in the course's environment (or the package, or /usr) is readable by every
+    notebook's kernel: with it a learner computes any student's numbers; a private bank there
+    hands out its references.  The grader refuses to start (it used to read and use them)."""
+    (tmp_path / "subs").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "subs" / "a_05.ipynb")
+    extra = [] if option == "--secret-file" else ["--secret-file", str(tmp_path / "key")]
+    (tmp_path / "key").write_text("k" * 32)
+    assert cli.main(["grade", str(tmp_path / "subs"), "--chapter", "5", option, str(place),
+                     *extra, "--out", str(tmp_path / "grades.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{option}={str(place)!r}" in err and "which every sandbox can read" in err
+    assert not (tmp_path / "grades.csv").exists()
 
 
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
@@ -525,3 +562,137 @@ def test_worker_passes_on_each_answer_once_and_bounds_its_size():
     assert events[0]["observation"]["value"] == 1
     assert events[1]["observation"]["type"] == "answer too large to grade"
     assert untrusted.observation(events[1]["observation"])
+
+
+def test_a_run_without_a_seed_draws_its_own_and_records_it(tmp_path, monkeypatch):
+    """The grader's inputs must not be computable by a learner: with a fixed default seed
+    (it was 0) a kernel or function could detect the grader's inputs and return hard-coded
+    outputs (a one-thread `dot` writing a precomputed number passed).  Each run without a
+    seed draws one, uses it for the plan, and records it so a regrade can reuse it."""
+    from gpu_lessons.grading import grade, sandbox
+    from gpu_lessons.questions.types import Number, Question
+
+    q = Question("05.spy", "spy", 1, "?", Number(lambda: 1.0, "units"))
+    seen = []
+    make = plan.Plan.make.__func__
+
+    def spy_make(cls, questions, seed, puzzles=()):
+        seen.append(seed)
+        return make(cls, questions, seed, puzzles)
+
+    def fake_run(self, stdin, timeout):
+        return Outcome(0, False, ((0.0, b'{"event": "end", "status": "ok"}'),), "", "", 0.1)
+
+    monkeypatch.setattr(plan.Plan, "make", classmethod(spy_make))
+    monkeypatch.setattr(sandbox.Process, "run", fake_run)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "a_05.ipynb")
+    first = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
+    second = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
+    assert seen == [first.seed, second.seed]
+    assert first.seed != second.seed and len(first.seed) == 16
+    assert json.loads(first.to_json())["seed"] == first.seed
+    again = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False, seed=first.seed)
+    assert again.seed == first.seed == seen[-1]
+    # the attack: outputs computed for the inputs a known seed draws, stored without any work
+    from gpu_lessons import puzzles
+    from gpu_lessons.grading.puzzle_eval import puzzle_seed
+
+    dot = puzzles.find("dot")
+    known = {c.size["n"]: float(dot.expected(c.args)["out"][0])
+             for c in dot.cases(puzzle_seed("0"))}
+    src = "def dot_kernel(t, a, b, out):\n    with t.if_(t.thread_idx.x == 0):\n" + "".join(
+        f"        if len(a) == {n}:\n            out[0] = {v!r}\n" for n, v in known.items())
+    assert puzzles.evaluate("dot", src, seed=puzzle_seed("0")).passed
+    assert not puzzles.evaluate("dot", src, seed=puzzle_seed(first.seed)).correct
+
+
+def test_cli_seed_comes_from_the_key_or_is_drawn(tmp_path):
+    key = tmp_path / "key"
+    key.write_text("k" * 32)
+    other = tmp_path / "other"
+    other.write_text("o" * 32)
+    parser = cli.argparse.ArgumentParser()
+    cli._grade_arguments(parser)
+    seed_of = [cli._seed(parser.parse_args(["subs", *extra]))
+               for extra in ([], ["--secret-file", str(key)], ["--secret-file", str(key)],
+                             ["--secret-file", str(other)], ["--seed", "7"])]
+    drawn, from_key, again, from_other, given = seed_of
+    assert drawn is None  # the grader draws one for this run
+    assert from_key == again and from_key != from_other and len(from_key) == 16
+    assert given == "7"
+
+
+def test_a_pipe_named_ipynb_is_a_row_not_a_hang(tmp_path):
+    """An archive of submissions can hold a FIFO named like a notebook; a plain open() of it
+    blocks for ever, and the grading run with it.  It must get its own row."""
+    import os
+    import threading
+
+    from gpu_lessons.grading import grade
+
+    os.mkfifo(tmp_path / "bob_05.ipynb")
+    (tmp_path / "ann_05.ipynb").write_text("{oops")
+    done = {}
+
+    def in_thread(name, fn, seconds):
+        def run():
+            try:
+                done[name] = fn()
+            except Exception as exc:
+                done[name] = exc
+        thread = threading.Thread(target=run, daemon=True)  # a blocked open() cannot be undone
+        thread.start()
+        thread.join(seconds)
+        assert not thread.is_alive(), f"{name} blocked on the pipe"
+        return done[name]
+
+    # nothing votes for a chapter: the pipe is not read and "{oops" is not JSON
+    found = in_thread("chapter_from", lambda: submissions.chapter_from(
+        sorted(tmp_path.iterdir())), 20)
+    assert isinstance(found, ValueError)
+    assert in_thread("released_count", lambda: submissions.released_count(
+        sorted(tmp_path.iterdir())), 20) == 0
+    grades = in_thread("grade", lambda: grade(tmp_path, chapter=5, puzzles=(), sandbox=False,
+                                              jobs=2), 60)
+    rows = {r.student: r for r in grades.rows}
+    assert rows["bob"].status == "invalid notebook"
+    assert "not a regular file" in rows["bob"].reason
+    assert rows["ann"].status == "invalid notebook"
+
+
+def test_a_lone_surrogate_cannot_stop_the_class_s_grades(tmp_path, monkeypatch):
+    """JSON's "\\ud800" (an exception message, an exception class's name) and a file name that
+    is not UTF-8 both give Python strings no UTF-8 file or terminal can take: one such string
+    in one row made writing grades.json (and printing the row) fail for the whole class."""
+    import os
+
+    from gpu_lessons.grading import grade, sandbox
+    from gpu_lessons.questions.types import Function, Question
+
+    q = Question("05.fn", "fn", 1, "?", Function(lambda x: x, lambda rng: {"x": 1.0}, "fn(x)",
+                                                 cases=1))
+    lines = [json.dumps({"event": "answer", "id": "05.fn", "observation": {
+                 "kind": "function", "outputs": [{"raised": "Value\ud800Error",
+                                                  "message": "\ud800 boom"}]}}),
+             json.dumps({"event": "error", "index": 1, "ename": "\udfff"}),
+             json.dumps({"event": "end", "status": "ok"})]
+
+    def fake_run(self, stdin, timeout):
+        return Outcome(0, False, tuple((0.0, line.encode()) for line in lines), "", "", 0.1)
+
+    monkeypatch.setattr(sandbox.Process, "run", fake_run)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    nbformat.write(nb, subs / "ann_05.ipynb")
+    with open(os.path.join(os.fsencode(subs), b"\xff_05.ipynb"), "w") as f:  # not UTF-8
+        nbformat.write(nb, f)
+    shown = []
+    grades = grade(subs, questions_for=lambda s: (q,), sandbox=False, out=tmp_path / "g.csv",
+                   feedback=tmp_path / "fb", progress=lambda row: shown.append(
+                       f"{row.status} {row.file} {row.reason}".encode()))
+    assert len(grades.rows) == len(shown) == 2
+    assert "raised" in grades.rows[0].reason
+    written = json.loads((tmp_path / "g.json").read_text("utf-8"))
+    assert len(written["rows"]) == 2 and len(list((tmp_path / "fb").iterdir())) == 2
+    assert "boom" in written["rows"][0]["feedback"]["05.fn"]

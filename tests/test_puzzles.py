@@ -21,7 +21,7 @@ import pytest
 from gpu_lessons import checks, puzzles
 from gpu_lessons.occupancy import occupancy
 from gpu_lessons.puzzles import _metrics
-from gpu_lessons.puzzles._core import NOTEBOOKS, RACE_SECTION, SHARED_SECTION
+from gpu_lessons.puzzles._core import ERROR_SECTION, NOTEBOOKS, RACE_SECTION, SHARED_SECTION
 from gpu_lessons.simt_kernels import KERNELS as LESSON_KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -493,6 +493,57 @@ def ilp_one_at_a_time(t, x, out, n):
         out[i + 128 * k] = x[i + 128 * k] * 2 + 1
 
 
+def ilp_one_at_a_time_behind_dummy_loads(t, x, out, n):
+    # four loads of out, whose values nothing uses, before the first store: they counted as
+    # the four loads in flight; only loads of x do
+    i = t.block_idx.x * 512 + t.thread_idx.x
+    _d0 = out[i]
+    _d1 = out[i + 128]
+    _d2 = out[i + 256]
+    _d3 = out[i + 384]
+    for k in range(4):
+        out[i + 128 * k] = x[i + 128 * k] * 2 + 1
+
+
+def stencil_staged_in_out(t, x, out, n):
+    # no shared memory: each value is staged in out and the neighbours read back from there;
+    # x is loaded once (plus the halo), so every budget on x held
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    tid = t.thread_idx.x
+    mid = t.local(0.0, np.float32)
+    with t.if_(i < n):
+        mid[...] = x[i]
+        out[i] = mid
+    t.sync()
+    left = t.local(0.0, np.float32)
+    right = t.local(0.0, np.float32)
+    with t.if_((tid == 0) & (i > 0) & (i < n)):
+        left[...] = x[i - 1]
+    with t.if_((tid > 0) & (i < n)):
+        left[...] = out[i - 1]
+    with t.if_((tid == 127) & (i + 1 < n)):
+        right[...] = x[i + 1]
+    with t.if_((tid < 127) & (i + 1 < n)):
+        right[...] = out[i + 1]
+    t.sync()
+    with t.if_(i < n):
+        out[i] = left + mid + right
+
+
+def transpose_through_a(t, a, out, n):
+    # no shared tile: each block transposes its tile inside a (strided stores to the input,
+    # which no budget on out saw), then reads it back row by row and stores out coalesced
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    r0 = t.block_idx.y * 32
+    c0 = t.block_idx.x * 32
+    v = a[(r0 + ty) * n + c0 + tx]
+    t.sync()
+    a[(r0 + tx) * n + c0 + ty] = v
+    t.sync()
+    out[(c0 + ty) * n + r0 + tx] = a[(r0 + ty) * n + c0 + tx]
+
+
 def occupancy_spare_shared(t, x, out, n):
     size = t.block_dim.x
     tile = t.shared(size + 8, np.float32)
@@ -570,6 +621,82 @@ def stencil_reading_by_atomics(t, x, out, n):
         acc[...] = acc + right
     out[i] = acc
 
+# One thread does its block's work while the others wait: each of its loads touches one sector,
+# it needs no barrier, no shared memory and no atomic, so every other budget of these puzzles
+# holds; only the busiest warp's instruction count gives it away.
+def dot_by_one_thread(t, a, b, out):
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(len(a)):
+            s[...] = s + a[i] * b[i]
+        out[0] = s
+
+
+def reduce_by_one_thread(t, x, out):
+    base = t.block_idx.x * 256
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(256):
+            s[...] = s + x[base + i]
+        out[t.block_idx.x] = s
+
+
+def segmented_sum_by_one_thread(t, x, offsets, out):
+    seg = t.block_idx.x
+    with t.if_(t.thread_idx.x == 0):
+        i = t.local(offsets[seg])
+        end = offsets[seg + 1]
+        s = t.local(0.0, np.float32)
+        for _ in t.while_(lambda: i < end):
+            s[...] = s + x[i]
+            i[...] = i + 1
+        out[seg] = s
+
+
+def scan_by_one_thread(t, x, out):
+    base = t.block_idx.x * 128
+    with t.if_(t.thread_idx.x == 0):
+        s = t.local(0.0, np.float32)
+        for i in range(128):
+            s[...] = s + x[base + i]
+            out[base + i] = s
+
+
+def reduce_divergent_padded(t, x, out):
+    # the divergent tid % (2s) tree (63.6 % SIMT efficiency) with 300 full-warp instructions
+    # of padding in warps 1-7 reaches 92.6 %: the busiest warp's count is what it cannot hide
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    if t.warp > 0:
+        z = t.local(0)
+        for _k in range(300):
+            z[...] = z + 1
+    s = 1
+    while s < 256:
+        with t.if_(tid % (2 * s) == 0):
+            sdata[tid] += sdata[tid + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def transpose_naive_diluted(t, a, out, n):
+    # the strided store (32 sectors), then ten one-sector stores of lane 0's value to its own
+    # place: an average over requests fell to (32 + 10) / 11 = 3.8 and passed; the worst
+    # request still costs 32 sectors
+    i = t.block_idx.y * 32 + t.thread_idx.y
+    j = t.block_idx.x * 32 + t.thread_idx.x
+    v = a[i * n + j]
+    out[j * n + i] = v
+    w = t.shfl_idx(v, 0)
+    k = t.shfl_idx(j * n + i, 0)
+    for _r in range(10):
+        out[k] = w
+
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -605,6 +732,25 @@ BREAKERS = [
     ("histogram_shared", histogram_shared_merge_twice, {}, "global_atomics_per_block",
      "global atomics: 32 per block, the budget is 16"),
     ("matmul_tiled", REF.matmul_naive_kernel, {}, "loads_per_element", "32 per element"),
+    # dot: 128 iterations of 4 instructions (2 loads, multiply, add) on one lane of warp 0
+    ("dot", dot_by_one_thread, {}, "busiest_warp",
+     "instructions issued by the busiest warp: 516 instructions, the budget is 146"),
+    ("reduce_tree", reduce_by_one_thread, {}, "busiest_warp", "the budget is 176"),
+    ("reduce_shuffle", reduce_by_one_thread, {}, "busiest_warp", "the budget is 76"),
+    ("segmented_sum", segmented_sum_by_one_thread, {}, "busiest_warp", "busiest warp"),
+    ("scan_hillis_steele", scan_by_one_thread, {}, "busiest_warp", "the budget is 148"),
+    ("reduce_warp_uniform", reduce_divergent_padded, {}, "busiest_warp",
+     "the budget is 176"),
+    ("transpose_tiled", transpose_naive_diluted, {}, "store_sectors",
+     "global stores to out: 32.0 sectors per request, the budget is 4.0"),
+    ("transpose", transpose_naive_diluted, {}, "store_sectors", "global stores to out: 32.0"),
+    ("stencil", stencil_staged_in_out, {}, "output_loads",
+     "global loads of the outputs: 508 lane loads, the budget is 0"),
+    ("transpose", transpose_through_a, {}, "input_stores",
+     "global stores to the inputs: 4,096 lane stores, the budget is 0"),
+    ("transpose_tiled", transpose_through_a, {}, "input_stores", "global stores to the inputs"),
+    ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
+     "global loads issued before the first store: 1 per warp, the budget is at least 4"),
 ]
 
 
@@ -620,11 +766,40 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
     assert r.line is not None or metric in ("occupancy",)
 
 
+def test_a_budget_the_statement_does_not_list_says_why():
+    # the statement lists its budgets with their derivations; the implicit ones are not there
+    r = puzzles.evaluate("reduce_shuffle", reduce_shuffle_inactive)
+    assert "CUDA leaves the value read from an inactive lane undefined" in r.message
+    listed = puzzles.evaluate("transpose", transpose_naive).message
+    assert "32 consecutive floats" not in listed
+
+
 def test_every_metric_has_a_breaker():
     used = {b.metric for p in ALL for b in p.budgets} | {"shuffle_inactive_reads",
-                                                           "atomic_contention"}
+                                                           "atomic_contention", "busiest_warp",
+                                                           "output_loads", "input_stores"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
+
+
+def test_busiest_warp_budget_is_the_worked_kernel_s_count():
+    """The table the spread budget is built from is what the worked kernels issue: the busiest
+    warp's instructions, counted here from the events (reconvergence markers issue nothing)."""
+    from collections import Counter
+
+    from gpu_lessons import simt
+    from gpu_lessons.puzzles._core import WORKED_BUSIEST_WARP, spread_budget
+
+    assert set(WORKED_BUSIEST_WARP) == set(IDS)
+    for p in ALL:
+        busiest = 0
+        for case in p.cases(0, choices_of(p)):
+            if case.measured:
+                r = simt.run(ref(p.id), case.grid, case.block, *case.args.values())
+                busiest = max(busiest, *Counter((e.block, e.warp) for e in r.events
+                                                if e.kind != "reconverge").values())
+        assert WORKED_BUSIEST_WARP[p.id] == busiest, p.id
+        assert spread_budget(p).limit == 2 * busiest + 16
 
 
 def test_feedback_points_at_the_learner_s_line():
@@ -678,6 +853,7 @@ def test_hazards_fail_as_not_correct():
     f, r = failure("guard", guard_missing)
     assert f == "error" and not r.correct
     assert "outside its shape" in r.message and "n = 100" in r.message
+    assert r.message.endswith(f"— see {ERROR_SECTION}")   # where t.return_if is shown
     assert r.line == guard_missing.__code__.co_firstlineno + 2
 
 
@@ -771,6 +947,16 @@ def test_a_warp_overwriting_another_warps_elements_is_a_race():
             f"writes it (line {line + 3}) with no t.sync() in between") in r.message
 
 
+def test_an_output_only_updated_by_atomics_is_said_to_start_as_nan():
+    def dot_by_atomics(t, a, b, out):
+        i = t.thread_idx.x
+        t.atomic_add(out, 0, a[i] * b[i])   # out starts as NaN, as every output does
+
+    r = puzzles.evaluate("dot", dot_by_atomics)
+    assert r.failure == "wrong" and "out[0] is NaN, expected" in r.message
+    assert "starts as NaN, not 0" in r.message and "never written" not in r.message
+
+
 def test_wrong_output_names_the_first_wrong_element():
     def map_off_by_one(t, a, out):
         i = t.thread_idx.x
@@ -836,6 +1022,15 @@ def test_kernels_as_source_text_with_constants():
 def test_signature_and_choices_are_checked():
     r = puzzles.evaluate("map", lambda t, a: None)
     assert r.failure in ("language", "signature")
+
+    def transpose_renamed(t, src, dst, n):   # the naive transpose, arrays renamed
+        i = t.block_idx.y * 32 + t.thread_idx.y
+        j = t.block_idx.x * 32 + t.thread_idx.x
+        dst[j * n + i] = src[i * n + j]
+
+    # renamed arrays would be measured as untouched, and every budget would hold
+    r = puzzles.evaluate("transpose", transpose_renamed)
+    assert r.failure == "signature" and "kernel(t, a, out, n)" in r.message
     r = puzzles.evaluate("occupancy", REF.occupancy_kernel)
     assert r.failure == "choice" and "block=" in r.message
     r = puzzles.evaluate("occupancy", REF.occupancy_kernel, block=100)
@@ -927,7 +1122,8 @@ def test_every_cited_section_exists():
     cited = {s for p in ALL for s in p.sections}
     cited |= {b.where() for p in ALL for b in p.budgets}
     cited |= {m.section for m in _metrics.METRICS.values()}
-    cited |= {_core.RACE_SECTION, _core.SHARED_SECTION,
+    cited |= {_core.RACE_SECTION, _core.SHARED_SECTION, _core.ERROR_SECTION,
+              _core.BARRIER_SECTION,
               _core.SHUFFLES_READ_ACTIVE_LANES.where()}
     for s in cited:
         assert s.heading in _headings(s.lesson), f"{s} is not a heading of {s.notebook}"
@@ -1087,6 +1283,16 @@ def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     assert "1 instruction (block 0, warp 0, step" in picture.children[1].title.text
     whole = puzzles.show("transpose_naive", REF.transpose_naive_kernel, whole_run=True)
     assert "whole run" in whole.children[1].title.text
+    # a notebook draws it as a widget, with no bokeh output_notebook() call beforehand
+    assert "application/vnd.jupyter.widget-view+json" in picture._repr_mimebundle_()
+    # a puzzle about bank conflicts maps the shared array at the warp's most conflicted access:
+    # the strided reduction's index = 2·s·tid puts lanes of one step on a few banks
+    conflicted = puzzles.show("reduce", REF.reduce_warp_uniform_kernel).children[1].title.text
+    result, _ = puzzles.run("reduce", REF.reduce_warp_uniform_kernel)
+    step = int(re.search(r"step (\d+)", conflicted).group(1))
+    event = next(e for e in result.warp_events(0, 0) if e.step == step)
+    assert conflicted.startswith("shared ") and event.bank_conflicts == max(
+        e.bank_conflicts or 0 for e in result.warp_events(0, 0)) > 0
     kernel, _ = _stub(puzzles.find("transpose"))
     assert puzzles.show("transpose", kernel) is None
     assert "not attempted" in capsys.readouterr().out
@@ -1108,8 +1314,12 @@ def test_show_draws_every_worked_kernel(pid, capsys):
     assert capsys.readouterr().out == ""
     lanes, memory = picture.children
     assert lanes.title.text.startswith(f"{p.kernel_name}: block 0, warp 0")
-    drawn = memory.title.text.split()[1].split("[")[0]      # "global a[64]: ..." -> "a"
-    assert drawn == p.picture if p.picture else drawn in p.params     # its own array, else one
+    space, name = memory.title.text.split()[:2]               # "global a[64]: ..."
+    drawn = name.split("[")[0]
+    if p.picture == "shared":                                 # the bank-conflict puzzles
+        assert space == "shared" and drawn not in p.params
+    else:                                                     # its own array, else one of its
+        assert space == "global" and (drawn == p.picture if p.picture else drawn in p.params)
 
 
 def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():

@@ -38,9 +38,11 @@ INTRO = """\
 
 Now write kernels. Each puzzle gives a spec (the output, as NumPy computes it), the kernel's
 signature and its launch; you write the kernel from one thread's point of view in the SIMT
-simulator (`t.thread_idx`, `t.if_`, `t.shared`, `t.sync`, … — lesson 02 introduced it). Kernels
-are checked against the kernel language first (`docs/kernel_language.md`): the same rules
-`gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
+simulator, as lesson 02's leaky ReLU does (`t.thread_idx`, `t.return_if`, `t.if_`). Everything
+else a kernel may use — shared memory (`t.shared`), barriers (`t.sync`), per-lane variables
+(`t.local`), loops (`t.while_`), atomics, warp shuffles — is listed with its CUDA C counterpart in
+`docs/kernel_language.md`, and explained in `help(gpu_lessons.simt)`. Kernels are checked against
+that language first: the same rules `gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
 
 The check cell prints **✓** when the kernel is *correct* — the spec's output on several random
 inputs, including sizes that leave blocks part-empty, with no race and no read of shared memory
@@ -86,8 +88,9 @@ def _cell(kind: str, source: str, puzzle: str, role: str):
 def puzzle_cells(lesson: int, solution: bool) -> list:
     """The cells the tool writes into lesson ``lesson``'s exercise (or solution) notebook."""
     cells = [_cell("markdown", INTRO, "intro", "statement"),
-             _cell("code", "import numpy as np\n\nfrom gpu_lessons import puzzles", "intro",
-                   "setup")]
+             _cell("code", "import numpy as np\n\nimport gpu_lessons\nfrom gpu_lessons import puzzles\n\n"
+                           "_ = gpu_lessons.setup(report=False)  # loads bokeh, so puzzles.show can draw",
+                   "intro", "setup")]
     for k, p in enumerate(puzzles.puzzles(lesson), start=1):
         args = "".join(f", {name}={name.upper()}" for name in p.choices)
         cells.append(_cell("markdown", f"### Puzzle {k} · `{p.id}` — {p.title}\n\n"

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import html
 import io
 import json
 import os
 import re
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from .results import Grades, Row, cells, header
@@ -122,11 +124,27 @@ def write_all(grades: Grades, csv_path, feedback=None) -> tuple[Path, ...]:
 
 
 def feedback_names(rows) -> list[str]:
-    """A file name per row: the student id made safe for a file system, unique in the run."""
+    """A file name per row: the student id made safe for a file system, unique in the run.
+
+    Only an id that is a safe name already, and that no other id shares but for case, gets
+    ``<id>.md``; any other id gets a short hash of itself added (``alice._05.ipynb``'s id
+    ``alice.`` -> ``alice-1b2c3d4e.md``).  Otherwise a classmate could name a file so that
+    their id made the same file name as someone else's, come first, and take ``alice.md``
+    (and with it the feedback an instructor sends to alice).  A second file of the same
+    student gets ``-2``."""
+    stems = {}
+    for student in dict.fromkeys(row.student for row in rows):
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", student).strip("._")[:80] or "student"
+        stems[student] = stem
+    clash = Counter(stem.lower() for stem in stems.values())
+    for student, stem in stems.items():
+        if stem != student or clash[stem.lower()] > 1:
+            digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            stems[student] = f"{stem}-{digest}"
     used: set[str] = set()
     names = []
     for row in rows:
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", row.student).strip("._")[:80] or "student"
+        stem = stems[row.student]
         name, n = f"{stem}.md", 1
         while name.lower() in used:  # lower: case-insensitive file systems
             n += 1
@@ -137,10 +155,12 @@ def feedback_names(rows) -> list[str]:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+    A character UTF-8 cannot encode (a lone surrogate from a submission's JSON) is written as
+    its escape rather than stopping the whole class's grades from being written."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

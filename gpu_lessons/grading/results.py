@@ -32,11 +32,13 @@ class Row:
 @dataclass(frozen=True)
 class Grades:
     """All rows of one grading run, in file order.  ``columns``: every question (and puzzle)
-    id any row was graded on, in the order the chapter asks them."""
+    id any row was graded on, in the order the chapter asks them; ``seed``: what the
+    run's inputs were drawn with (``--seed`` regrades on the same inputs)."""
 
     chapter: int | None
     columns: tuple[str, ...]
     rows: tuple[Row, ...]
+    seed: str | None = None
 
     @property
     def question_ids(self) -> tuple[str, ...]:
@@ -74,7 +76,7 @@ class Grades:
         return write_all(self, csv_path, feedback)
 
     def as_dict(self) -> dict:
-        return {"chapter": self.chapter, "questions": list(self.columns),
+        return {"chapter": self.chapter, "questions": list(self.columns), "seed": self.seed,
                 "rows": [asdict(r) for r in self.rows]}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import sys
 import threading
 from collections.abc import Callable
@@ -49,7 +50,7 @@ NO_SANDBOX_RISKS = (
 
 
 def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
-          cell_timeout: float = 60, timeout: float = 600, seed: int | str = 0,
+          cell_timeout: float = 60, timeout: float = 600, seed: int | str | None = None,
           kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
           questions_for: Callable[[str], tuple] | None = None, puzzles=None,
           sandbox: bool = True, limits: _sandbox.Limits | None = None,
@@ -61,7 +62,10 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     a folder for one Markdown feedback file per student.  Both are checked before grading.
     ``jobs``: notebooks run at once (default: CPU cores).  ``cell_timeout``/``timeout``:
     seconds per cell (then SIGINT) and per notebook (then the sandbox is killed).  ``seed``
-    picks the inputs function answers are tried on.  ``questions_for(student_id)`` returns
+    picks the inputs function answers and puzzle kernels are tried on; by default a fresh one
+    is drawn for each run (a fixed default would let a learner compute the grader's inputs
+    and hard-code the outputs) and recorded as ``Grades.seed``: pass it again to regrade on
+    the same inputs.  ``questions_for(student_id)`` returns
     that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
     whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
     for none).  ``sandbox=False`` runs notebooks without a sandbox
@@ -69,6 +73,8 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     """
     from ..questions import chapter_number, load
 
+    if seed is None:
+        seed = secrets.token_hex(8)
     root, paths = _subs.collect(submissions)
     if not paths:
         raise ValueError(f"submissions={str(submissions)!r}: no .ipynb files found")
@@ -133,12 +139,12 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
                     rel = path.relative_to(root).as_posix()
                     rows[str(path)] = _plain_row(run, rel, _subs.student_id(rel, pattern),
                                                  NOT_GRADED, INTERRUPTED)
-        grades = _collect(chapter, paths, rows)
+        grades = _collect(chapter, paths, rows, seed)
         if out is not None:
             grades.write(out, feedback=feedback)
         raise
     pool.shutdown()
-    grades = _collect(chapter, paths, rows)
+    grades = _collect(chapter, paths, rows, seed)
     if out is not None:
         grades.write(out, feedback=feedback)
     return grades
@@ -254,18 +260,30 @@ def _plain_row(run: _Run, file: str, student: str, status: str, reason: str) -> 
     return make_row(plan, _subs.clean_path(file), student, None, status, reason)
 
 
-def _collect(chapter, paths, rows: dict) -> Grades:
+def _collect(chapter, paths, rows: dict, seed=None) -> Grades:
     ordered = [rows[str(p)] for p in paths if str(p) in rows]
     columns: list[str] = []
     for row in ordered:
         columns += [c for c in row.points if c not in columns]
-    return Grades(chapter, tuple(columns), tuple(ordered))
+    return Grades(chapter, tuple(columns), tuple(ordered),
+                  None if seed is None else str(seed))
 
 
 def _check_outside_sandbox(root, out, feedback) -> None:
     """Refuse submissions or outputs inside a folder every sandbox sees (read-only)."""
+    check_private({"submissions": root, "out": out, "feedback": feedback})
+
+
+def check_private(paths: dict) -> None:
+    """Refuse any of ``paths`` (name -> path or None) that lies where every sandbox can read it:
+    the environment, the package, Python, and the system folders and ``/etc`` files bound into
+    each sandbox.  For the key, the roster and a private bank this is what keeps them secret:
+    a key in the course's environment would give every notebook every student's numbers."""
     shared = [Path(p) for p in _sandbox.readonly_paths()]
-    for what, path in (("submissions", root), ("out", out), ("feedback", feedback)):
+    shared += [Path(os.path.realpath(d)) for d in _sandbox.SYSTEM_DIRS
+               if os.path.isdir(d) and not os.path.islink(d)]
+    shared += [Path("/etc", name) for name in _sandbox.ETC_FILES]
+    for what, path in paths.items():
         if path is None:
             continue
         real = Path(os.path.realpath(path))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from .untrusted import clean, depth
@@ -67,8 +68,10 @@ def read_notebook(path: Path) -> tuple[list[str], str]:
     try:
         if path.is_symlink():
             return [], "the file is a symbolic link (not followed)"
-        with open(path, "rb") as f:
+        with _open_regular(path) as f:
             raw = f.read(MAX_NOTEBOOK + 1)
+    except NotRegular:
+        return [], "not a regular file (a pipe, a device or a socket named .ipynb)"
     except OSError as exc:
         return [], f"cannot read the file: {type(exc).__name__}"
     if len(raw) > MAX_NOTEBOOK:
@@ -106,7 +109,7 @@ def chapter_from(paths) -> int:
         try:
             if p.is_symlink():
                 continue
-            with open(p, "rb") as f:
+            with _open_regular(p) as f:
                 data = json.loads(f.read(MAX_NOTEBOOK).decode("utf-8"))
             seen.add(data["metadata"]["gpu_lessons"]["chapter"])
         except Exception:  # unreadable, not JSON, no such key: it does not vote
@@ -119,6 +122,24 @@ def chapter_from(paths) -> int:
     return seen.pop()
 
 
+class NotRegular(OSError):
+    """A submission path that is not a regular file."""
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading only if it is a regular file.  Opening does not block and
+    does not follow a link: a FIFO named ``x.ipynb`` (which an archive can hold) would block a
+    plain ``open`` for ever, and with it the whole grading run."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
 
 def released_count(paths) -> int:
     """How many of ``paths`` say in their metadata that they come from a release with
@@ -129,12 +150,13 @@ def released_count(paths) -> int:
         try:
             if p.is_symlink():
                 continue
-            with open(p, "rb") as f:
+            with _open_regular(p) as f:
                 data = json.loads(f.read(MAX_NOTEBOOK).decode("utf-8"))
             n += data["metadata"]["gpu_lessons"].get("released") is True
         except Exception:  # unreadable, not JSON, no such key: not a released notebook
             continue
     return n
+
 
 def _text(source) -> str:
     return "".join(map(str, source)) if isinstance(source, list) else str(source)

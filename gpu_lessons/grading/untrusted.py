@@ -18,7 +18,11 @@ MAX_DEPTH = 32
 #: Bounds an honest probe stays within (see gpu_lessons.grading.probe).
 MAX_STR, MAX_SOURCE, MAX_ITEMS, MAX_OUTPUTS = 2000, 20000, 10000, 100000
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+#: Control characters, Unicode's invisible and direction-changing ones, and lone surrogates
+#: (JSON's "\\ud800" and a file name that is not UTF-8 both make one; no UTF-8 file or
+#: terminal can take it, so one would stop the grades from being written or printed).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff"
+                      "\ud800-\udfff]")
 
 
 class Invalid(ValueError):
@@ -156,7 +160,7 @@ def _text(value, limit: int, *, empty: bool = False) -> bool:
 
 def clean(text, limit: int = 300) -> str:
     """``text`` made safe to show in a table, a log or a file: control characters (and
-    Unicode's invisible and direction-changing ones) become spaces, and it is cut to ``limit``
-    characters."""
+    Unicode's invisible and direction-changing ones, and lone surrogates) become spaces, and it
+    is cut to ``limit`` characters."""
     text = _CONTROL.sub(" ", str(text))
     return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -134,13 +134,15 @@ def show(puzzle_id: str, kernel, *, block_index: int = 0, warp: int = 0,
     """The picture of the learner's kernel on the puzzle's first input: one warp's lanes
     over time (which lanes ran each instruction), and the elements of the puzzle's main array
     (else the array the warp touched most) that the warp's costliest access to it touched,
-    coloured by lane (``whole_run=True``: every access of the run, coloured by count).
+    coloured by lane (``whole_run=True``: every access of the run, coloured by count).  For the
+    puzzles about bank conflicts the array is the shared one the warp's most conflicted access
+    read or wrote.
 
     ``block_index``, ``warp``: which warp to draw; ``choices``: the launch parameters the
     puzzle lets the learner choose, as for :func:`check` (``block=256`` for ``"occupancy"``).
     Prints one line instead when there is nothing to draw (the stub, an error).
     """
-    from ..views.kernel_picture import kernel_picture
+    from ..views.kernel_picture import KernelPicture, kernel_picture
 
     p = find(puzzle_id)
     if _kernel.is_stub(kernel) or any(v is Ellipsis for v in choices.values()):
@@ -155,16 +157,20 @@ def show(puzzle_id: str, kernel, *, block_index: int = 0, warp: int = 0,
         return None
     block_index = _validate.integer("block_index", block_index, low=0)
     warp = _validate.integer("warp", warp, low=0)
-    step, array = None, p.picture
+    array, step = p.picture, None
+    events = result.warp_events(block_index, warp)
+    if array == "shared":  # the warp's shared access with the most bank conflicts, if any
+        shared = [e for e in events if e.wavefronts is not None]
+        array = max(shared, key=lambda e: e.bank_conflicts or 0).array if shared else None
     if not _validate.flag("whole_run", whole_run):
-        accesses = [e for e in result.warp_events(block_index, warp)
+        accesses = [e for e in events
                     if e.array is not None and (array is None or e.array == array)]
         if accesses:  # the first of the most expensive: sectors (global) or wavefronts
             costliest = max(accesses, key=lambda e: (e.sectors or 0) + (e.wavefronts or 0))
             step, array = costliest.step, costliest.array
-    row = p.sizes[0][p.picture_row] if p.picture_row else None
-    return kernel_picture(result, array=array, block=block_index, warp=warp, step=step,
-                          row_elements=row)
+    row = p.sizes[0][p.picture_row] if p.picture_row and array == p.picture else None
+    return KernelPicture(kernel_picture(result, array=array, block=block_index, warp=warp,
+                                        step=step, row_elements=row))
 
 
 __all__ = [

@@ -102,7 +102,7 @@ class Budget:
     def describe(self) -> str:
         m = _metrics.METRICS[self.metric]
         limit = self.limit_text if callable(self.limit) else m.show(self.limit)
-        return f"{self.name} {m.relation} {limit}"
+        return f"{self.name} {m.relation(self.limit)} {limit}"
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,9 @@ class Puzzle:
     valid: Callable | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
-    picture: str | None = None  # the array whose accesses show() maps
+    #: The array whose accesses show() maps; ``"shared"``: the shared array of the warp's
+    #: most conflicted access (the puzzles about bank conflicts, whose arrays the learner names).
+    picture: str | None = None
     picture_row: str | None = None  # the size whose value is that array's row length
 
     @property
@@ -281,8 +283,15 @@ class PuzzleResult:
 
 # -- judging ------------------------------------------------------------------------------------
 
-RACE_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
+#: A race: the misconception box there says what a barrier guarantees (every shared-memory
+#: write before it is seen by the whole block after it).
+RACE_SECTION = Section(3, "6. Keeping copies consistent: write-through and write-back")
+#: A barrier reached from different lines: what a block's barrier is.
+BARRIER_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
 SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
+#: Where an index past an array's end (guard it with ``t.return_if``) and a per-lane value in a
+#: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
+ERROR_SECTION = Section(2, "2. SIMT: one instruction, 32 lanes, an active mask")
 
 #: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
 SHUFFLES_READ_ACTIVE_LANES = Budget(
@@ -294,6 +303,52 @@ SHUFFLES_READ_ACTIVE_LANES = Budget(
 UNCONTENDED_ATOMICS = Budget(
     "atomic_contention", 1, "lanes that update one address take turns: this puzzle needs no "
     "atomic shared by several lanes (a tree or shuffles combine values without waiting)")
+#: Warp instructions issued by the busiest warp of each puzzle's worked kernel, on the measured
+#: cases (``solutions/puzzle_kernels.py``, seed 0, its own launch choices; a test measures them
+#: again).  Every other budget is an upper bound that one thread doing all of a block's work
+#: meets (its loads touch one sector each, it needs no barrier and no shared memory), so this
+#: one keeps the work spread over the threads: see :func:`spread_budget`.
+WORKED_BUSIEST_WARP = {
+    "map": 3, "zip": 4, "guard": 5, "map_2d": 11, "broadcast": 10, "blocks": 6,
+    "blocks_2d": 13, "split_work": 7, "stencil": 38, "dot": 65, "histogram_global": 5,
+    "histogram_shared": 14, "aos_to_soa": 36, "transpose_naive": 8, "transpose_tiled": 13,
+    "transpose": 13, "matmul_naive": 121, "matmul_tiled": 157, "ilp": 23, "occupancy": 48,
+    "reduce_tree": 80, "reduce_warp_uniform": 80, "reduce": 72, "reduce_shuffle": 30,
+    "scan_hillis_steele": 66, "scan_blelloch": 237, "matmul_register": 614, "grid_stride": 32,
+    "segmented_sum": 79, "softmax": 166,
+}
+
+
+def spread_budget(p: Puzzle) -> Budget | None:
+    """The busiest warp may issue at most twice the worked kernel's instructions, plus 16:
+    room for a kernel written differently (more index arithmetic, other guards), none for
+    one thread looping over the elements its block's threads should share."""
+    worked = WORKED_BUSIEST_WARP.get(p.id)
+    if worked is None:
+        return None
+    return Budget("busiest_warp", 2 * worked + 16,
+                  f"the worked kernel's busiest warp issues {worked}; the threads share the "
+                  f"work, so no warp has to loop over the elements of the others")
+
+
+def output_loads_budget(p: Puzzle) -> Budget:
+    """No kernel needs to read back what it writes: the spec never reads an output.  Atomics
+    on an output read it too, except in the puzzles about atomics, whose outputs are counters
+    updated that way (their own budgets count those atomics)."""
+    about_atomics = any(b.metric in ATOMIC_METRICS for b in p.budgets)
+    kinds = ("ld.global",) if about_atomics else _metrics.LOADS["global"]
+    return Budget("output_loads", 0, "the spec reads only the inputs; staging values in an "
+                  "output and reading them back uses global memory where shared memory "
+                  "belongs", params={"arrays": tuple(p.outputs), "kinds": kinds})
+
+
+def input_stores_budget(p: Puzzle) -> Budget:
+    """No kernel needs to write an input (the spec writes only the outputs)."""
+    return Budget("input_stores", 0, "the spec writes only the outputs; writing an input to "
+                  "read it back uses global memory where shared memory belongs",
+                  params={"outputs": tuple(p.outputs)})
+
+
 #: The metrics of the puzzles that are about atomics (the histograms).
 ATOMIC_METRICS = frozenset({"atomics_per_element", "global_atomics_per_block",
                             "atomic_serialisation", "atomic_contention"})
@@ -325,6 +380,8 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
             context = case.label() + (f"; line {line}" if line is not None else "")
             text = (f"correct, but {b.name}: {metric.show(m.value)}, the budget is "
                     f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
+            if b not in p.budgets:  # a budget the statement does not list: say why it holds
+                text += f"; {b.why}"
             return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                                 b.metric, line, measures)
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
@@ -396,14 +453,15 @@ def _run_case(p: Puzzle, kernel, case: Case):
                           max_instructions=MAX_INSTRUCTIONS, record_indices=True)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
-        raise _fail(p, "error", text, case=case, line=line) from None
+        section = ERROR_SECTION if text.startswith(("IndexError", "TypeError")) else None
+        raise _fail(p, "error", text, case=case, line=line, section=section) from None
     hazard = _hazard(result)
     if hazard is None and (race := _races.global_race(result)) is not None:
         hazard = ("race", race[0], race[1], RACE_SECTION)   # blocks run at once on a GPU
     if hazard is not None:
         failure, text, line, section = hazard
         raise _fail(p, failure, text, case=case, line=line, section=section)
-    wrong = _first_wrong(p, case, args)
+    wrong = _first_wrong(p, case, args, result)
     if wrong is not None:
         raise _fail(p, "wrong", wrong, case=case, section=p.sections[0] if p.sections else None)
     return case, result
@@ -420,7 +478,7 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
         value, line = metric.measure(result, case, b.array, b.params)
         ok = metric.within(value, limit)
         shown = (Measure(b.name, value, limit, ok,
-                         f"{metric.show(value)}, budget {metric.relation} {metric.show(limit)}"),
+                         f"{metric.show(value)}, budget {metric.relation(limit)} {metric.show(limit)}"),
                  case, line)
         if not ok:
             break
@@ -428,13 +486,19 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
 
 
 def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
-    """Budgets that apply to every puzzle whose kernel uses a feature: shuffles, and atomics
-    where the puzzle's own budgets do not measure them."""
+    """Budgets that apply to every puzzle: no output read back, no input written, the work
+    spread over the
+    threads; and to every
+    puzzle whose kernel uses a feature: shuffles, and atomics where the puzzle's own budgets
+    do not measure them."""
     shuffled = any(r.totals.shuffle_instructions for _, r in runs)
     atomics = (any(r.totals.atomic_instructions for _, r in runs)
                and not any(b.metric in ATOMIC_METRICS for b in p.budgets))
+    spread = spread_budget(p)
     return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
-        ((UNCONTENDED_ATOMICS,) if atomics else ())
+        ((UNCONTENDED_ATOMICS,) if atomics else ()) + \
+        (output_loads_budget(p), input_stores_budget(p)) + \
+        ((spread,) if spread else ())
 
 
 def _hazard(result: simt.SimResult):
@@ -447,12 +511,18 @@ def _hazard(result: simt.SimResult):
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:
         if "different lines" in note and "t.sync()" in note:
-            return "error", note, None, RACE_SECTION
+            return "error", note, None, BARRIER_SECTION
     return None
 
 
-def _first_wrong(p: Puzzle, case: Case, args: dict) -> str | None:
+def _first_wrong(p: Puzzle, case: Case, args: dict, result=None) -> str | None:
     expected = p.expected(case.args)
+    # Outputs start as NaN so an element nobody wrote shows; an output only ever updated by
+    # atomics stays NaN too (NaN + v is NaN): CUDA does not zero it either.
+    atomics_only = set()
+    if result is not None:
+        kinds = {(e.array, e.kind[:3]) for e in result.events if e.array is not None}
+        atomics_only = {a for a, k in kinds if k == "ato" and (a, "st.") not in kinds}
     for name in p.outputs:
         got, want = args[name], expected[name]
         if np.issubdtype(want.dtype, np.floating):
@@ -464,11 +534,17 @@ def _first_wrong(p: Puzzle, case: Case, args: dict) -> str | None:
         bad = np.flatnonzero(~ok.ravel())
         i = int(bad[0])
         g, w = got.ravel()[i], want.ravel()[i]
-        shown = (f"{name}[{i}] was never written (it still holds the NaN it started with)"
-                 if np.issubdtype(got.dtype, np.floating) and np.isnan(g)
-                 else f"{name}[{i}] is {_num(g)}")
+        note = ""
+        if not (np.issubdtype(got.dtype, np.floating) and np.isnan(g)):
+            shown = f"{name}[{i}] is {_num(g)}"
+        elif name in atomics_only:
+            shown = f"{name}[{i}] is NaN"
+            note = (f": {name} starts as NaN, not 0, and an atomic only adds to what is there "
+                    f"(store a first value)")
+        else:
+            shown = f"{name}[{i}] was never written (it still holds the NaN it started with)"
         more = f"; {bad.size} of {got.size} elements are wrong" if bad.size > 1 else ""
-        return f"{shown}, expected {_num(w)}{more}"
+        return f"{shown}, expected {_num(w)}{more}{note}"
     return None
 
 

@@ -111,6 +111,11 @@ def signature_problem(kernel, params: tuple[str, ...]) -> str | None:
     if len(names) != len(params) + 1:
         return (f"the kernel takes ({', '.join(names)}); this puzzle calls it as "
                 f"kernel(t, {', '.join(params)})")
+    if tuple(names[1:]) != tuple(params):
+        # The simulator names each array after its parameter and every budget measures an
+        # array by name: a renamed array would be measured as no accesses at all.
+        return (f"the kernel takes ({', '.join(names)}); keep the stub's parameter names, "
+                f"kernel(t, {', '.join(params)}): the budgets measure each array by its name")
     return None
 
 

@@ -44,8 +44,10 @@ class Metric:
     def label(self, array: str | None) -> str:
         return self.what.format(array=array)
 
-    @property
-    def relation(self) -> str:
+    def relation(self, limit) -> str:
+        """How a value must stand to ``limit``: "= 100 %" where nothing higher exists."""
+        if self.higher_is_better and self.unit == "%" and not callable(limit) and limit >= 1.0:
+            return "="
         return "≥" if self.higher_is_better else "≤"
 
     @property
@@ -92,12 +94,16 @@ def _blocks(result) -> int:
 # -- the metrics ----------------------------------------------------------------------------------
 
 def _sectors(kinds):
+    """Sectors of the worst request, not the average: cheap one-sector requests added to a
+    kernel (one lane storing a value again) would otherwise dilute a 32-sector request's
+    cost below the budget, and every derivation ("32 consecutive floats are 4 sectors") is a
+    statement about each request."""
     def measure(result, case, array, params):
-        evs = _events(result, kinds, array)
-        requests = sum(e.requests for e in evs)
-        if not requests:
+        evs = [e for e in _events(result, kinds, array) if e.requests]
+        if not evs:
             return 0.0, None
-        return sum(e.sectors for e in evs) / requests, _worst_line(evs, lambda e: e.sectors)
+        worst = max(evs, key=lambda e: e.sectors / e.requests)
+        return worst.sectors / worst.requests, worst.line
     return measure
 
 
@@ -160,14 +166,16 @@ def _loads_before_first_store(result, case, array, params):
     """Global loads a warp has issued before its first global store, fewest over the warps
     that store: how many independent loads each thread keeps in flight (memory-level
     parallelism), since a store needs the data its loads bring.  An atomic counts as the
-    store (it writes, and its old value comes back only when it is done)."""
+    store (it writes, and its old value comes back only when it is done).  With ``array``, only
+    loads of that array count: loads of the output (which nothing needs) would otherwise
+    stand in for the input loads the budget is about."""
     before: dict = {}
     stored: set = set()
     for e in result.events:
         key = (e.block, e.warp)
         if key in stored:
             continue
-        if e.kind == "ld.global":
+        if e.kind == "ld.global" and (array is None or e.array == array):
             before[key] = before.get(key, 0) + 1
         elif e.kind in STORES["global"]:
             stored.add(key)
@@ -214,6 +222,48 @@ def _atomic_contention(result, case, array, params):
         return 0.0, None
     worst = max(evs, key=lambda e: e.serialisation)
     return float(worst.serialisation), worst.line
+
+
+def _output_loads(result, case, array, params):
+    """Lane loads of the output arrays (``params["arrays"]``) by the event kinds
+    ``params["kinds"]``.  No puzzle's spec reads its outputs, so a kernel that does is using
+    them as scratch memory: staging values in ``out`` instead of shared memory and reading
+    them back would dodge every budget on the loads of the inputs."""
+    evs = [e for e in result.events
+           if e.kind in params["kinds"] and e.array in params["arrays"]]
+    lanes = Counter()
+    for e in evs:
+        lanes[e.line] += e.active
+    line = lanes.most_common(1)[0][0] if lanes else None
+    return float(sum(lanes.values())), line
+
+
+def _input_stores(result, case, array, params):
+    """Lane stores (atomics included) to the arrays that are not outputs: the spec never writes
+    an input, so a kernel that does is using it as scratch memory — a strided transpose into
+    ``a`` and a coalesced read back would stand in for the shared tile."""
+    evs = [e for e in result.events
+           if e.kind in STORES["global"] and e.array not in params["outputs"]]
+    lanes = Counter()
+    for e in evs:
+        lanes[e.line] += e.active
+    line = lanes.most_common(1)[0][0] if lanes else None
+    return float(sum(lanes.values())), line
+
+
+def _busiest_warp(result, case, array, params):
+    """Warp instructions issued by the warp that issued the most: the length of the longest
+    chain of work in the launch.  Threads that share the work keep it short; one thread that
+    loops over a block's elements while the others wait makes it as long as the loop.  Extra
+    instructions can only lengthen it, so it cannot be padded down.  The line is the one that
+    busiest warp issued most often (the body of its loop)."""
+    per_warp = Counter((e.block, e.warp) for e in result.events if e.issued)
+    if not per_warp:
+        return 0.0, None
+    busiest, count = per_warp.most_common(1)[0]
+    lines = Counter(e.line for e in result.events
+                    if e.issued and (e.block, e.warp) == busiest)
+    return float(count), lines.most_common(1)[0][0]
 
 
 def _shuffle_inactive_reads(result, case, array, params):
@@ -278,6 +328,13 @@ METRICS: dict[str, Metric] = {
     "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
                                 "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
+    "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
+                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
+    "input_stores": Metric("global stores to the inputs", "lane stores", _input_stores, False,
+                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
+    "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",
+                           _busiest_warp, False,
+                           (2, "1. The execution hierarchy: thread → warp → block → SM"), 0),
     "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
                                      _shuffle_inactive_reads, False,
                                      (7, "5.3 Stable execution paths: divergence and needless "

@@ -126,7 +126,7 @@ PUZZLES = (
         sizes=({"n": 64}, {"n": 192}), gpu_size={"n": 1 << 23},
         valid=lambda n: size_int("n", n, multiple=64),
         budgets=(Budget("simt_efficiency", 1.0,
-                        "n is a multiple of 32, so every warp can take one path whole"),
+                        "n is a multiple of 64 (so of 32): every warp can take one path whole"),
                  loads("a"), loads("b"), stores("out_a"), stores("out_b")),
         sections=(DIVERGENCE,), picture="a",
     ),

@@ -20,7 +20,7 @@ def _matrix(s, rng):
     return {"a": values(rng, n * n), "out": unwritten(n * n), "n": n}
 
 
-def _transpose(pid, title, goal, lines, budgets, sections):
+def _transpose(pid, title, goal, lines, budgets, sections, picture="out"):
     return Puzzle(
         id=pid, title=title, lesson=4, goal=goal,
         params=("a", "out", "n"), outputs=("out",),
@@ -29,7 +29,7 @@ def _transpose(pid, title, goal, lines, budgets, sections):
         inputs=_matrix, launch=lambda n: ((n // 32, n // 32), (32, 32)),
         sizes=({"n": 64},), more=({"n": 32}, {"n": 96}), gpu_size={"n": 4096},
         valid=lambda n: size_int("n", n, low=32, multiple=32),
-        budgets=budgets, sections=sections, picture="out", picture_row="n",
+        budgets=budgets, sections=sections, picture=picture, picture_row="n",
     )
 
 
@@ -71,5 +71,5 @@ PUZZLES = (
         "transpose", "Transpose without bank conflicts",
         "The tiled transpose, now also free of bank conflicts: reading a column of a 32 × 32 "
         "float tile hits one bank 32 times.", 6,
-        (loads("a"), stores("out"), NO_CONFLICTS), (BANKS, TRANSPOSE_ROUTE)),
+        (loads("a"), stores("out"), NO_CONFLICTS), (BANKS, TRANSPOSE_ROUTE), picture="shared"),
 )

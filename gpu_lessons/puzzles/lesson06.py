@@ -39,7 +39,7 @@ PUZZLES = (
         sizes=({"n": 1024},), more=({"n": 512},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=512, multiple=512),
         budgets=(Budget("loads_before_first_store", 4, "the four elements are independent, "
-                        "so all four loads can be in flight at once"),
+                        "so all four loads can be in flight at once", array="x"),
                  loads("x"), stores("out"), once("x")),
         sections=(HIDING,), picture="x",
     ),

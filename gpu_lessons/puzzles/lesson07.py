@@ -32,8 +32,9 @@ TREE_BARRIERS = Budget("barriers", 9, "one barrier after the values are stored, 
 #: The budget leaves 2.7 points for a few extra instructions in the loop; the divergent
 #: tid % (2s) kernel reaches 63.6 %.
 WARP_UNIFORM = Budget("simt_efficiency", 0.90,
-                      "sequential addressing keeps whole warps busy or idle until s < 32: "
-                      "92.7 % (the tid % (2s) test leaves most lanes idle: 63.6 %)",
+                      "when the adding threads are consecutive, whole warps are busy or idle "
+                      "until fewer than 32 add: 92.7 % with sequential addressing (the "
+                      "tid % (2s) test leaves idle lanes in every busy warp: 63.6 %)",
                       section=DIVERGENCE)
 NO_CONFLICTS = Budget("bank_conflicts", 0, "consecutive threads on consecutive words touch "
                                            "32 different banks", section=BANKS)
@@ -84,7 +85,7 @@ PUZZLES = (
             "tid adds the value s places after its own, so a warp reads 32 consecutive "
             "words.", 12,
             (TREE_BARRIERS, WARP_UNIFORM, NO_CONFLICTS, loads("x"), once("x")),
-            (BANKS, BANK_MODEL, DIVERGENCE)),
+            (BANKS, BANK_MODEL, DIVERGENCE), picture="shared"),
     _reduce("reduce_shuffle", "Reduction 4: finish with warp shuffles",
             "The same sum with one barrier: each warp adds its 32 values with "
             "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "

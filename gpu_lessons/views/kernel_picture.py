@@ -24,6 +24,7 @@ from bokeh.layouts import column
 from bokeh.models import ColorBar, ColumnDataSource, Div, HoverTool, LinearColorMapper, Range1d
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
+from jupyter_bokeh import BokehModel
 
 from .. import _validate
 from ..simt import WARP_SIZE, SimResult
@@ -90,6 +91,32 @@ def kernel_picture(result: SimResult, array: str | None = None, block: int = 0, 
                          f"(use 'accesses', 'lane' or 'warp')")
     return column(lanes, access_figure(amap, colour_by, scope, result.warps_per_block,
                                        row_elements))
+
+
+class KernelPicture:
+    """A :func:`kernel_picture` layout that draws itself as a notebook cell's value.
+
+    A bare bokeh layout shows only its name there ("Column(id = ...)") unless
+    ``bokeh.io.output_notebook()`` ran first; wrapped in a ``jupyter_bokeh`` widget, as the
+    explorers' figures are, it draws in JupyterLab without any setup call.
+    """
+
+    def __init__(self, layout):
+        self.layout = layout
+        self._widget = None
+
+    @property
+    def children(self):
+        """The layout's parts: the lanes figure, then the access map (or a note)."""
+        return self.layout.children
+
+    def __repr__(self) -> str:
+        return f"KernelPicture({self.layout.children[0].title.text})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        if self._widget is None:  # one widget per picture: a bokeh model joins one document
+            self._widget = BokehModel(self.layout)
+        return self._widget._repr_mimebundle_(**kwargs)
 
 
 def _busiest_array(result: SimResult) -> str | None:

@@ -13,6 +13,7 @@ the files whose names or sizes are the attack.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -37,6 +38,14 @@ RECORD_PID = ("import os\n\n"
               "        f.write(str(os.getpid()))")
 
 NOTEBOOKS = {
+    # Two answers right; kernel_time raises an error whose message is a lone surrogate
+    # ("\\ud800" in the JSON the grader reads): no UTF-8 file can hold it, and it once
+    # stopped grades.json and every feedback file of the class from being written.
+    "surrogate_05.ipynb": [
+        IMPORT, RIDGE, AXPY,
+        "def kernel_time(flops, bytes_moved, peak_flops, bandwidth):\n"
+        "    raise ValueError('\\ud800 no UTF-8 file can hold this')",
+    ],
     # A complete, correct submission: 5/5.
     "good_05.ipynb": GOOD,
     # The exercise as handed out: every answer still a stub -> "not attempted", no errors.
@@ -406,6 +415,11 @@ def write_hostile_files(folder: Path) -> dict[str, str]:
     made["deep_05.ipynb"] = "JSON nested 200,000 deep"
     (folder / "link_05.ipynb").symlink_to("/etc/passwd")
     made["link_05.ipynb"] = "a symbolic link"
+    os.mkfifo(folder / "pipe_05.ipynb")  # an archive can hold one; open() waits for a writer
+    made["pipe_05.ipynb"] = "a named pipe"
+    with open(os.path.join(os.fsencode(folder), b"latin\xe9_05.ipynb"), "w") as f:
+        f.write("{oops")  # a Latin-1 name: Python reads it with a lone surrogate in it
+    made[os.fsdecode(b"latin\xe9_05.ipynb")] = "a file name that is not UTF-8"
     return made
 
 

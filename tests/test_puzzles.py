@@ -242,6 +242,20 @@ def reduce_no_barrier(t, x, out):
         out[t.block_idx.x] = sdata[0]
 
 
+def test_no_coalescing_budget_that_no_kernel_can_break():
+    """A sectors-per-request budget on an array of at most that many 32-byte sectors holds
+    however a warp reads it (broadcast's 16-float row b is 64 B, 2 sectors): such a budget
+    would be a check that cannot fail, so every measured size must give the array more
+    sectors than the limit."""
+    for p in ALL:
+        for b in p.budgets:
+            if b.metric not in ("load_sectors", "store_sectors"):
+                continue
+            for size in p.sizes:
+                nbytes = p.make_inputs(size)[b.array].nbytes
+                assert -(-nbytes // 32) > b.limit_for(size, choices_of(p)), (p.id, b.array, size)
+
+
 def test_reduce_contract():
     assert puzzles.evaluate("reduce", reduce_sequential).passed
     f, r = failure("reduce", reduce_divergent)

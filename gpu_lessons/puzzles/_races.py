@@ -24,37 +24,54 @@ _GLOBAL = {"ld.global": "load", "st.global": "store", "atom.global": "atomic"}
 _VERB = {"load": "reads", "store": "writes", "atomic": "updates (atomically)"}
 
 
+def _lanes(e):
+    """The elements an instruction's active lanes touched."""
+    return (i for i in e.indices if i is not None)
+
+
 def global_race(result) -> tuple[str, int | None] | None:
     """``(message, line)`` for the first global element two blocks (or two warps of a block
     between the same barriers) race on, else ``None``.
 
     ``result``: a :class:`gpu_lessons.simt.SimResult` of a run with ``record_indices=True``.
+    Two passes over the run, constant work per lane: for each element, the first two blocks
+    that stored it, and per block and barrier interval the first two warps (one other than the
+    accessing one is all a race needs).
     """
-    accesses = []                   # (array, index, block, warp, phase, kind, line)
+    by_block: dict = {}             # (array, index) -> {block: line}
+    by_warp: dict = {}              # (array, index, block, phase) -> {warp: line}
+    for e in result.events:
+        if e.kind != "st.global" or e.indices is None:
+            continue
+        for i in _lanes(e):
+            blocks = by_block.setdefault((e.array, i), {})
+            if len(blocks) < 2:
+                blocks.setdefault(e.block, e.line)
+            warps = by_warp.setdefault((e.array, i, e.block, e.phase), {})
+            if len(warps) < 2:
+                warps.setdefault(e.warp, e.line)
+    if not by_block:
+        return None
     for e in result.events:
         kind = _GLOBAL.get(e.kind)
         if kind is None or e.indices is None:
             continue
-        for i in e.indices:
-            if i is not None:
-                accesses.append((e.array, i, e.block, e.warp, e.phase, kind, e.line))
-    stores: dict = {}               # (array, index) -> {(block, warp, phase): line}
-    for array, i, block, warp, phase, kind, line in accesses:
-        if kind == "store":
-            stores.setdefault((array, i), {}).setdefault((block, warp, phase), line)
-    if not stores:
-        return None
-    for array, i, block, warp, phase, kind, line in accesses:
-        for (b, w, ph), other_line in stores.get((array, i), {}).items():
-            if b != block:
-                return (f"race on {array}[{i}] between blocks: block {b} writes it (line "
-                        f"{other_line}) and block {block} {_VERB[kind]} it (line {line}); "
-                        f"blocks run at the same time and in any order, with no barrier "
-                        f"between them: update an element several blocks share with an "
-                        f"atomic, or give each element to one block"), line
-            if w != warp and ph == phase:
-                return (f"race on {array}[{i}] in block {block}: warp {w} writes it (line "
-                        f"{other_line}) and warp {warp} {_VERB[kind]} it (line {line}) with "
-                        f"no t.sync() in between; warps run in any order: a t.sync() is "
-                        f"missing, or two threads write one element"), line
+        for i in _lanes(e):
+            blocks = by_block.get((e.array, i))
+            if not blocks:
+                continue
+            other = next(((b, ln) for b, ln in blocks.items() if b != e.block), None)
+            if other is not None:
+                return (f"race on {e.array}[{i}] between blocks: block {other[0]} writes it "
+                        f"(line {other[1]}) and block {e.block} {_VERB[kind]} it (line "
+                        f"{e.line}); blocks run at the same time and in any order, with no "
+                        f"barrier between them: update an element several blocks share with "
+                        f"an atomic, or give each element to one block"), e.line
+            warps = by_warp.get((e.array, i, e.block, e.phase), {})
+            other = next(((w, ln) for w, ln in warps.items() if w != e.warp), None)
+            if other is not None:
+                return (f"race on {e.array}[{i}] in block {e.block}: warp {other[0]} writes "
+                        f"it (line {other[1]}) and warp {e.warp} {_VERB[kind]} it (line "
+                        f"{e.line}) with no t.sync() in between; warps run in any order: a "
+                        f"t.sync() is missing, or two threads write one element"), e.line
     return None

@@ -1291,6 +1291,41 @@ def test_run_on_gpu_prints_the_skip_line_without_a_gpu(capsys, monkeypatch):
     assert "not attempted" in capsys.readouterr().out
 
 
+
+@pytest.mark.parametrize("p", [p for p in ALL if p.gpu_launch], ids=lambda p: p.id)
+def test_a_gpu_launch_keeps_the_worked_kernel_correct(p):
+    """A puzzle's GPU launch differs from its simulated one (grid_stride fills the GPU: 32
+    blocks of 64 per SM, 4,224 on an H200's 132 SMs); the kernel must not notice.  Run here
+    with the launch for a 2-SM GPU at sizes bigger than that grid covers in one pass."""
+    from gpu_lessons import simt
+
+    assert p.gpu_launch(132, **p.gpu_size) == (4224, 64)
+    for size in ({"n": 5000}, {"n": 4096 * 3 + 7}):
+        args = p.make_inputs(size, seed=3)
+        expected = p.expected(args)
+        simt.run(getattr(REF, p.kernel_name), *p.gpu_launch(2, **size), *args.values())
+        for name in p.outputs:
+            np.testing.assert_allclose(args[name], expected[name], rtol=1e-6)
+
+
+def test_a_gpu_run_reads_in_units_and_says_when_the_launch_is_all_it_measured():
+    from gpu_lessons.puzzles.on_gpu import PuzzleGpuRun
+
+    def run(seconds, moved, predicted):
+        return PuzzleGpuRun("map", "NVIDIA H200", {"n": 1024}, (1,), (1024,), True, None,
+                            seconds, 20, 4.0, 0, 0, 1.0, moved, predicted, 4.8e12)
+
+    # 1,024 floats read and written: 8,192 B; 8,192 B / 4.8e12 B/s = 1.71 ns
+    tiny = repr(run(8.0e-6, 8192.0, 8192 / 4.8e12))
+    assert "launch: grid 1, block 1,024" in tiny
+    assert "bytes moved at this size: 8.19 kB" in tiny
+    assert "1.71 ns at 4,800 GB/s (measured / predicted = 4,688)" in tiny
+    assert "the measured time is the launch's" in tiny
+    # 16 Mi floats in and out: 134 MB in 28.0 µs at 4.8 TB/s; measured 83.0 µs is 2.97x
+    big = repr(run(83.0e-6, 134217728.0, 134217728 / 4.8e12))
+    assert "134 MB" in big and "28 µs at 4,800 GB/s (measured / predicted = 2.97)" in big
+    assert "launch's" not in big
+
 def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     picture = puzzles.show("transpose_naive", REF.transpose_naive_kernel)
     # the map shows the warp's costliest access to out: the store down a column

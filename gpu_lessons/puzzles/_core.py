@@ -144,6 +144,10 @@ class Puzzle:
     #: most conflicted access (the puzzles about bank conflicts, whose arrays the learner names).
     picture: str | None = None
     picture_row: str | None = None  # the size whose value is that array's row length
+    #: ``gpu_launch(sms, **size, **choices)``: the launch on a real GPU with ``sms`` SMs, where
+    #: the puzzle's own launch would not fill one (a grid-stride loop's fixed grid); ``None``:
+    #: the puzzle's launch at ``gpu_size``.
+    gpu_launch: Callable | None = None
 
     @property
     def kernel_name(self) -> str:

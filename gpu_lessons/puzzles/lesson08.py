@@ -31,6 +31,9 @@ PUZZLES = (
         launch_text="grid 4, block 64 (fixed, whatever n is)", lines=5,
         inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
         launch=lambda n: (4, 64),
+        # on a real GPU the fixed launch fills it: 32 blocks of 64 threads per SM are 2,048
+        # threads, the most an SM holds; 4 blocks would leave all but 4 SMs idle
+        gpu_launch=lambda sms, n: (32 * sms, 64),
         sizes=({"n": 1024},), more=({"n": 1000}, {"n": 77}), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n),
         budgets=(loads("x"), stores("out"), once("x")),

@@ -14,6 +14,10 @@ puzzle's spec, and sets the measured time beside what the models predicted:
   matrix multiply's tiles) make the real traffic smaller, launch overhead makes tiny kernels
   slower.
 
+The launch is the puzzle's at that size, except where the puzzle's own would not fill a GPU
+(``Puzzle.gpu_launch``: the grid-stride loop's fixed 4 blocks become 32 blocks of 64 threads
+per SM); the run prints the launch it used.
+
 It first prints the kernel as CUDA C (the translation runs GPU or not, so a kernel CUDA could
 not take is reported either way); without a GPU it then prints the course's one skip line, as
 every GPU cell does.
@@ -26,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import percent
+from .._format import percent, si
+from ..cuda import memory_model_text
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class PuzzleGpuRun:
     puzzle: str
     device: str
     size: dict
+    grid: tuple
+    block: tuple
     correct: bool
     wrong: str | None
     seconds: float
@@ -51,18 +58,18 @@ class PuzzleGpuRun:
     def _rows(self):
         spr = self.sectors_per_request
         rows = [("output", "matches the spec" if self.correct else f"WRONG: {self.wrong}"),
+                ("launch", f"grid {_dims(self.grid)}, block {_dims(self.block)}"),
                 ("measured kernel time", f"{self.seconds * 1e6:,.1f} µs (median of "
                                          f"{self.repeats}, CUDA events)"),
                 ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
                 ("simulator: shared wavefronts (bank conflicts)",
                  f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
                 ("simulator: SIMT efficiency", f"{percent(self.simt_efficiency)}"),
-                ("memory model: bytes moved at this size", f"{self.predicted_bytes / 1e6:,.1f} MB")]
+                ("memory model: bytes moved at this size", si(self.predicted_bytes, "B"))]
         if self.predicted_seconds is not None:
             rows.append(("memory model: time at the catalog bandwidth",
-                         f"{self.predicted_seconds * 1e6:,.1f} µs at "
-                         f"{self.bandwidth / 1e9:,.0f} GB/s "
-                         f"(measured / predicted = {self.seconds / self.predicted_seconds:.2f})"))
+                         memory_model_text(self.seconds, self.predicted_seconds,
+                                           self.bandwidth)))
         else:
             rows.append(("memory model: time", f"{self.device} is not in the course's GPU "
                                                f"catalog, so no bandwidth to divide by"))
@@ -80,6 +87,11 @@ class PuzzleGpuRun:
         size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
         return html_table(f"{self.puzzle} on {self.device} ({size})", ("quantity", "value"),
                           self._rows())
+
+
+def _dims(d) -> str:
+    d = tuple(d) if isinstance(d, (tuple, list)) else (d,)
+    return " × ".join(f"{v:,}" for v in d)
 
 
 def _array_bytes(args) -> int:
@@ -119,6 +131,8 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     size = dict(p.gpu_size if size is None else size)
     args = p.make_inputs(size, seed=seed)
     grid, block = p.launch(**size, **choices)
+    if p.gpu_launch is not None and skip_line() is None:
+        grid, block = p.gpu_launch(_sm_count(), **size, **choices)
     source = cuda.to_cuda(kernel, *args.values())   # the language and the translation, GPU or not
     if _validate.flag("show_source", show_source):
         print(source.body)
@@ -149,7 +163,14 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     g = catalog_gpu(run.device)
     predicted = (roofline.kernel_time(0.0, moved, g.peak_flops("fp32"), g.bandwidth)
                  if g is not None and moved > 0 else None)
-    return PuzzleGpuRun(p.id, run.device, size, wrong is None, wrong, run.timing.median,
+    return PuzzleGpuRun(p.id, run.device, size, grid, block, wrong is None, wrong,
+                        run.timing.median,
                         run.timing.repeats, t.sectors_per_request, int(t.bank_conflicts),
                         int(t.shared_wavefronts), t.simt_efficiency, moved, predicted,
                         g.bandwidth if g is not None else None)
+
+
+def _sm_count() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])

@@ -1325,6 +1325,18 @@ def test_a_gpu_run_reads_in_units_and_says_when_the_launch_is_all_it_measured():
     big = repr(run(83.0e-6, 134217728.0, 134217728 / 4.8e12))
     assert "134 MB" in big and "28 µs at 4,800 GB/s (measured / predicted = 2.97)" in big
     assert "launch's" not in big
+    # a product of 4,096² matrices: 2 × 4096³ = 137.4 GFLOP; in 16.94 ms that is 8.11 TFLOP/s,
+    # 12.1 % of the H200's 66.9 TFLOP/s FP32 peak; the roofline's time is the arithmetic's,
+    # 137.4e9 / 66.9e12 = 2.05 ms (memory: 335.5 MB / 4.8 TB/s = 69.9 µs); 16.94 / 2.054 = 8.25
+    flops = 2 * 4096**3
+    mm = PuzzleGpuRun("matmul_tiled", "NVIDIA H200", {"n": 4096}, (256, 256), (16, 16), True,
+                      None, 16.94e-3, 20, 4.0, 0, 0, 1.0, 335.5e6, flops / 66.9e12, 4.8e12,
+                      float(flops), 66.9e12)
+    text = repr(mm)
+    assert "137 GFLOP → 8.1 TFLOP/s measured, 12.1 % of the 66.9 TFLOP/s FP32 peak" in text
+    assert ("2.05 ms = max(memory 69.9 µs, FP32 arithmetic 2.05 ms) "
+            "(measured / predicted = 8.25)") in text
+    assert puzzles.find("matmul_tiled").flops(n=4096) == flops
 
 def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
     picture = puzzles.show("transpose_naive", REF.transpose_naive_kernel)

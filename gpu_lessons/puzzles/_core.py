@@ -148,6 +148,9 @@ class Puzzle:
     #: the puzzle's own launch would not fill one (a grid-stride loop's fixed grid); ``None``:
     #: the puzzle's launch at ``gpu_size``.
     gpu_launch: Callable | None = None
+    #: ``flops(**size)``: the arithmetic the spec needs (a multiply-add is 2 FLOPs), for the
+    #: GPU cell's roofline time; ``None`` where memory alone sets it.
+    flops: Callable | None = None
 
     @property
     def kernel_name(self) -> str:

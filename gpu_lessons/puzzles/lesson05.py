@@ -32,6 +32,7 @@ PUZZLES = (
         launch_text="grid (⌈n / 16⌉, ⌈n / 16⌉), block (16, 16)", lines=7,
         inputs=_matmul_inputs, launch=lambda n: ((cdiv(n, 16), cdiv(n, 16)), (16, 16)),
         sizes=({"n": 16},), more=({"n": 20},), gpu_size={"n": 4096},
+        flops=lambda n: 2 * n**3,  # n² outputs, n multiply-adds each
         valid=lambda n: size_int("n", n),
         budgets=(loads("b"), stores("c"),
                  Budget("loads_per_element", lambda n: n, "every element of a is read by "
@@ -53,6 +54,7 @@ PUZZLES = (
         launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=15,
         inputs=_matmul_inputs, launch=lambda n: ((n // 16, n // 16), (16, 16)),
         sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
+        flops=lambda n: 2 * n**3,  # n² outputs, n multiply-adds each
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("loads_per_element", lambda n: n / 16, "a's row of tiles is read "
                         "once by each of the n / 16 blocks along its row of c", array="a",

@@ -136,6 +136,7 @@ PUZZLES = (
                                "c": unwritten(s["n"] ** 2), "n": s["n"]},
         launch=lambda n: ((n // 16, n // 16), (8, 8)),
         sizes=({"n": 32},), more=({"n": 16},), gpu_size={"n": 4096},
+        flops=lambda n: 2 * n**3,  # n² outputs, n multiply-adds each
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("shared_loads_per_fma", 1.0, "2 values of a and 2 of b feed 2 × 2 = 4 "
                         "multiply-adds (one output per thread needs 2 loads per "

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import percent, si
+from .._format import duration, flop_rate, percent, ratio, si
 from ..cuda import memory_model_text
 
 
@@ -54,6 +54,8 @@ class PuzzleGpuRun:
     predicted_bytes: float
     predicted_seconds: float | None
     bandwidth: float | None
+    flops: float = 0.0                 # the spec's arithmetic at this size (0: not modelled)
+    peak_flops: float | None = None    # the catalog's FP32 peak of the GPU it ran on
 
     def _rows(self):
         spr = self.sectors_per_request
@@ -66,7 +68,19 @@ class PuzzleGpuRun:
                  f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
                 ("simulator: SIMT efficiency", f"{percent(self.simt_efficiency)}"),
                 ("memory model: bytes moved at this size", si(self.predicted_bytes, "B"))]
-        if self.predicted_seconds is not None:
+        if self.flops and self.peak_flops:
+            rate = self.flops / self.seconds
+            rows.append(("arithmetic", f"{si(self.flops, 'FLOP')} → {flop_rate(rate)} measured, "
+                                       f"{percent(rate / self.peak_flops)} of the "
+                                       f"{flop_rate(self.peak_flops)} FP32 peak"))
+        if self.predicted_seconds is not None and self.flops and self.peak_flops:
+            memory = self.predicted_bytes / self.bandwidth
+            compute = self.flops / self.peak_flops
+            rows.append(("roofline: time at the catalog peaks",
+                         f"{duration(max(memory, compute))} = max(memory {duration(memory)}, "
+                         f"FP32 arithmetic {duration(compute)}) (measured / predicted = "
+                         f"{ratio(self.seconds / self.predicted_seconds)})"))
+        elif self.predicted_seconds is not None:
             rows.append(("memory model: time at the catalog bandwidth",
                          memory_model_text(self.seconds, self.predicted_seconds,
                                            self.bandwidth)))
@@ -161,13 +175,15 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     t = sim.totals
     moved = t.global_sectors * 32 * _array_bytes(args) / _array_bytes(small_args)
     g = catalog_gpu(run.device)
-    predicted = (roofline.kernel_time(0.0, moved, g.peak_flops("fp32"), g.bandwidth)
+    flops = float(p.flops(**size)) if p.flops is not None else 0.0
+    predicted = (roofline.kernel_time(flops, moved, g.peak_flops("fp32"), g.bandwidth)
                  if g is not None and moved > 0 else None)
     return PuzzleGpuRun(p.id, run.device, size, grid, block, wrong is None, wrong,
                         run.timing.median,
                         run.timing.repeats, t.sectors_per_request, int(t.bank_conflicts),
                         int(t.shared_wavefronts), t.simt_efficiency, moved, predicted,
-                        g.bandwidth if g is not None else None)
+                        g.bandwidth if g is not None else None,
+                        flops, g.peak_flops("fp32") if g is not None else None)
 
 
 def _sm_count() -> int:

@@ -108,6 +108,21 @@ def _dims(d) -> str:
     return " × ".join(f"{v:,}" for v in d)
 
 
+def predicted_work(p, kernel, size: dict, nbytes: int, *, seed: int = 0, **choices):
+    """What the models say ``kernel`` costs on puzzle ``p`` at ``size`` (whose arrays hold
+    ``nbytes``): the simulator's totals at the puzzle's first size, the bytes its sectors move
+    scaled to ``size`` by the arrays' bytes, and the spec's FLOPs at ``size`` (0 where the
+    puzzle does not count them)."""
+    from .. import simt
+
+    small = dict(p.sizes[0])
+    small_args = p.make_inputs(small, seed=seed)
+    sim = simt.run(kernel, *p.launch(**small, **choices), *small_args.values())
+    moved = sim.totals.global_sectors * 32 * nbytes / _array_bytes(small_args)
+    flops = float(p.flops(**size)) if p.flops is not None else 0.0
+    return sim.totals, moved, flops
+
+
 def _array_bytes(args) -> int:
     return sum(v.nbytes for v in args.values() if isinstance(v, np.ndarray))
 
@@ -124,7 +139,7 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     ``exact``: compile with ``-fmad=false`` (as :func:`gpu_lessons.cuda.run_on_gpu` does by
     default); ``False`` lets the compiler fuse multiply-adds, as nvcc does, which makes
     multiply-add-bound kernels faster (the output is still checked against the spec)."""
-    from .. import cuda, roofline, simt
+    from .. import cuda, roofline
     from ..measure.gpu import catalog_gpu, skip_line
     from . import _kernel, find
 
@@ -155,9 +170,6 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
         print(line)
         return None
 
-    small = dict(p.sizes[0])
-    small_args = p.make_inputs(small, seed=seed)
-    sim = simt.run(kernel, *p.launch(**small, **choices), *small_args.values())
     expected = p.expected(args)
     run = cuda.run_on_gpu(kernel, grid, block, *args.values(), repeats=repeats,
                           exact=_validate.flag("exact", exact))
@@ -172,10 +184,9 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
             i = int(np.flatnonzero(~ok.ravel())[0])
             wrong = f"{name}[{i}] is {got.ravel()[i]}, expected {want.ravel()[i]}"
             break
-    t = sim.totals
-    moved = t.global_sectors * 32 * _array_bytes(args) / _array_bytes(small_args)
+    t, moved, flops = predicted_work(p, kernel, size, _array_bytes(args), seed=seed,
+                                     **choices)
     g = catalog_gpu(run.device)
-    flops = float(p.flops(**size)) if p.flops is not None else 0.0
     predicted = (roofline.kernel_time(flops, moved, g.peak_flops("fp32"), g.bandwidth)
                  if g is not None and moved > 0 else None)
     return PuzzleGpuRun(p.id, run.device, size, grid, block, wrong is None, wrong,

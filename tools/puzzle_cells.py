@@ -47,10 +47,12 @@ that language first: the same rules `gpu_lessons.cuda.to_cuda` needs to turn the
 The check cell prints **✓** when the kernel is *correct* — the spec's output on several random
 inputs, including sizes that leave blocks part-empty, with no race and no read of shared memory
 nothing wrote — and *efficient*: within every budget listed, each the best a sound kernel
-reaches, measured by the simulator. Otherwise one red line says what failed first, the line of
-your kernel it points at, and the lesson section that explains it. An untouched stub prints
-"not attempted". `puzzles.show(...)` draws your kernel: one warp's lanes over time, and the
-memory it touched."""
+reaches, measured by the simulator. (Memory moves in 32-byte *sectors*: a warp's load of 32
+consecutive 4-byte values costs 4 sectors, the fewest it can, while lanes that read far apart
+cost a sector each, up to 32; lesson 04 measures it.) Otherwise one red line says what failed
+first, the line of your kernel it points at, and the lesson section that explains it. An
+untouched stub prints "not attempted". `puzzles.show(...)` draws your kernel: one warp's lanes
+over time, and the memory it touched."""
 
 
 def load_kernels():

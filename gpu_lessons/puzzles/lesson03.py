@@ -35,7 +35,9 @@ PUZZLES = (
         goal="`out[i] = x[i-1] + x[i] + x[i+1]`, with 0 for the neighbours outside the "
              "array. Blocks of 128 threads: each block loads its 128 values into shared "
              "memory once, plus one neighbour on each side (the *halo*), then every thread "
-             "reads its three values from shared memory.",
+             "reads its three values from shared memory. The tile is `t.shared(130, np.float32)`, "
+             "and `t.sync()` (CUDA's `__syncthreads()`) must separate its writes from the "
+             "reads (docs/kernel_language.md lists both).",
         params=("x", "out", "n"), outputs=("out",),
         spec="out = x + np.r_[0, x[:-1]] + np.r_[x[1:], 0]",
         launch_text="grid ⌈n / 128⌉, block 128", lines=16,
@@ -54,8 +56,10 @@ PUZZLES = (
         id="dot", title="Dot product: a block reduction", lesson=3,
         goal="`out[0] = a · b` for n values (n a power of two, one thread each, one block). "
              "Each thread multiplies its pair into shared memory; then the block adds the "
-             "products in a tree: half the threads add pairs, then a quarter, … A barrier "
-             "separates the steps.",
+             "products in a tree: half the threads add pairs, then a quarter, … A barrier, "
+             "`t.sync()`, separates the steps. Size the shared array from the launch "
+             "(`t.shared(t.block_dim.x, np.float32)`); the halving step is the same in every "
+             "thread, so its loop is a plain Python `while`.",
         params=("a", "b", "out"), outputs=("out",), spec="out = np.array([a @ b])",
         launch_text="grid 1, block n (n a power of two, at most 1024)", lines=12,
         inputs=lambda s, rng: {"a": values(rng, s["n"], 0, 10), "b": values(rng, s["n"], 0, 10),
@@ -93,7 +97,9 @@ PUZZLES = (
         goal=f"The same histogram, but each block first counts into its own {BINS} bins in "
              "shared memory (zeroed by the block, atomics on shared memory), then adds its "
              f"{BINS} totals to `hist` with one global atomic per bin. Contention moves from "
-             "the L2 cache to the SM, and the global atomics stop colliding.",
+             "the L2 cache to the SM, and the global atomics stop colliding. The bins are "
+             f"`t.shared({BINS}, np.int32)`; `t.atomic_add` works on a shared array as on a global "
+             "one, and `t.sync()` separates zeroing, counting and merging.",
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,
         launch_text="grid ⌈n / 128⌉, block 128", lines=11,
         inputs=_histogram_inputs, launch=lambda n: (cdiv(n, 128), 128),

@@ -8,7 +8,6 @@ from ._core import Budget, Puzzle
 COALESCING = S(4, "2. Coalescing: how many sectors does one request cost?")
 LAYOUT = S(4, "3. Layout: AoS vs SoA, alignment and padding")
 BANKS = S(4, "5. Shared memory banks")
-TRANSPOSE_ROUTE = S(7, "3.1 Access pattern: coalescing, AoS ↔ SoA, alignment")
 
 NO_CONFLICTS = Budget("bank_conflicts", 0, "32 lanes reading 32 different banks need one "
                                            "wavefront; padding a tile row to 33 words puts a "
@@ -39,8 +38,9 @@ PUZZLES = (
         goal="`aos` holds n points as x, y, z, x, y, z, … (12-byte structs). Write them into "
              "three arrays `x`, `y`, `z`. Reading field by field from `aos` makes every warp "
              "request stride 12 bytes; instead, let each block of 128 threads copy its 384 "
-             "floats into shared memory with consecutive lanes on consecutive floats, then "
-             "pick the fields out of shared memory.",
+             "floats into shared memory (`t.shared(384, np.float32)`) with consecutive lanes on "
+             "consecutive floats, then, after a `t.sync()`, pick the fields out of shared "
+             "memory.",
         params=("aos", "x", "y", "z", "n"), outputs=("x", "y", "z"),
         spec="x, y, z = aos[0::3], aos[1::3], aos[2::3]",
         launch_text="grid ⌈n / 128⌉, block 128", lines=13,
@@ -64,12 +64,13 @@ PUZZLES = (
     _transpose(
         "transpose_tiled", "Transpose through a shared tile",
         "The same transpose, with loads *and* stores coalesced: each block reads its 32 × 32 "
-        "tile of `a` row by row into shared memory, waits, and writes the tile's columns as "
-        "rows of `out`.", 6,
-        (loads("a"), stores("out")), (TRANSPOSE_ROUTE, COALESCING)),
+        "tile of `a` row by row into shared memory (`t.shared((32, 32), np.float32)`, indexed "
+        "`tile[y, x]`), waits (`t.sync()`), and writes the tile's columns as rows of `out`. "
+        "(Lesson 07, “3.1 Access pattern”, comes back to this transpose.)", 6,
+        (loads("a"), stores("out")), (COALESCING, BANKS)),
     _transpose(
         "transpose", "Transpose without bank conflicts",
         "The tiled transpose, now also free of bank conflicts: reading a column of a 32 × 32 "
         "float tile hits one bank 32 times.", 6,
-        (loads("a"), stores("out"), NO_CONFLICTS), (BANKS, TRANSPOSE_ROUTE), picture="shared"),
+        (loads("a"), stores("out"), NO_CONFLICTS), (BANKS, COALESCING), picture="shared"),
 )

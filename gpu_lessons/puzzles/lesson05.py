@@ -10,7 +10,6 @@ from ._build import S, cdiv, loads, size_int, stores, unwritten, values
 from ._core import Budget, Puzzle
 
 INTENSITY = S(5, "3. The kernel: FLOPs, bytes and arithmetic intensity")
-REUSE = S(7, "3.2 Data reuse: block, warp and thread tiling")
 
 
 def _matmul_inputs(s, rng):
@@ -46,10 +45,11 @@ PUZZLES = (
     Puzzle(
         id="matmul_tiled", title="Matrix multiply with shared-memory tiles", lesson=5,
         goal="`c = a @ b` again (n a multiple of 16), but each 16 × 16 block first copies a "
-             "16 × 16 tile of `a` and one of `b` into shared memory, waits, multiplies the "
-             "tiles from there, waits again, and moves on to the next pair of tiles. Every "
-             "element of `a` and `b` is then read from global memory n / 16 times instead "
-             "of n.",
+             "16 × 16 tile of `a` and one of `b` into shared memory (`t.shared((16, 16), "
+             "np.float32)` each), waits (`t.sync()`), multiplies the tiles from there, waits "
+             "again, and moves on to the next pair of tiles. Every element of `a` and `b` is "
+             "then read from global memory n / 16 times instead of n. (Lesson 07, “3.2 Data "
+             "reuse”, takes tiling further.)",
         params=("a", "b", "c", "n"), outputs=("c",), spec=SPEC,
         launch_text="grid (n / 16, n / 16), block (16, 16); n a multiple of 16", lines=15,
         inputs=_matmul_inputs, launch=lambda n: ((n // 16, n // 16), (16, 16)),
@@ -58,11 +58,11 @@ PUZZLES = (
         valid=lambda n: size_int("n", n, low=16, multiple=16),
         budgets=(Budget("loads_per_element", lambda n: n / 16, "a's row of tiles is read "
                         "once by each of the n / 16 blocks along its row of c", array="a",
-                        section=REUSE, limit_text="n / 16 per element"),
+                        section=INTENSITY, limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "b's column of tiles is read "
                         "once by each of the n / 16 blocks along its column of c", array="b",
-                        section=REUSE, limit_text="n / 16 per element"),
+                        section=INTENSITY, limit_text="n / 16 per element"),
                  loads("a"), loads("b"), stores("c")),
-        sections=(INTENSITY, REUSE), picture="a", picture_row="n",
+        sections=(INTENSITY,), picture="a", picture_row="n",
     ),
 )

@@ -47,7 +47,8 @@ PUZZLES = (
         id="occupancy", title="Choose the block size", lesson=6,
         goal="A 9-point box filter, `out[i] = x[i-4] + … + x[i+4]` (0 outside the array), "
              "with each block staging its values and a halo of 4 on each side in a shared "
-             f"tile of `block + 8` floats. The compiler gives this kernel {BOX_REGISTERS} "
+             "tile of `block + 8` floats (`t.shared(t.block_dim.x + 8, np.float32)`: its size "
+             f"follows the launch). The compiler gives this kernel {BOX_REGISTERS} "
              "registers per thread; the check measures the shared memory your blocks "
              "declare. Write the kernel for any block size, and choose `BLOCK` (a multiple "
              "of 32) so that an H100 keeps as many warps resident as this kernel can have.",

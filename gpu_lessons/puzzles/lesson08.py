@@ -26,7 +26,9 @@ PUZZLES = (
         id="grid_stride", title="Grid-stride loop: any n, one fixed launch", lesson=8,
         goal="`out = 2 * x + 1` for any n, with a launch fixed in advance: 4 blocks of 64 "
              "threads. Each thread starts at its global index and steps by the number of "
-             "threads in the grid until it passes n, so one launch covers any size.",
+             "threads in the grid until it passes n, so one launch covers any size. Lanes loop "
+             "different numbers of times, so the index is a per-lane variable (`t.local`) and "
+             "the loop a `t.while_` (docs/kernel_language.md shows both).",
         params=("x", "out", "n"), outputs=("out",), spec="out = 2 * x + 1",
         launch_text="grid 4, block 64 (fixed, whatever n is)", lines=5,
         inputs=lambda s, rng: {"x": values(rng, s["n"]), "out": unwritten(s["n"]), "n": s["n"]},
@@ -43,7 +45,10 @@ PUZZLES = (
         id="segmented_sum", title="Many small sums in one launch", lesson=8,
         goal="`x` holds many segments of different lengths back to back; segment s is "
              "`x[offsets[s]:offsets[s+1]]` (some are empty). Launch one block of 128 threads "
-             "per segment, all in one launch, and write each segment's sum to `out[s]`.",
+             "per segment, all in one launch, and write each segment's sum to `out[s]`. Each "
+             "thread strides through its segment with a per-lane loop (`t.local`, "
+             "`t.while_`), then the block adds its 128 partial sums in a shared-memory tree, "
+             "as in the `dot` puzzle of Exercises 03.",
         params=("x", "offsets", "out"), outputs=("out",),
         spec="out = np.diff(np.r_[0, np.cumsum(x, dtype=np.float64)][offsets])",
         launch_text="grid segments, block 128", lines=19,
@@ -62,7 +67,8 @@ PUZZLES = (
         goal="Softmax of every row of a `rows` × `cols` matrix (`cols` ≤ 1024), one block "
              "of 128 threads per row, in one kernel instead of three (max, sum, normalise): "
              "keep the row in shared memory, so every element is read from global memory "
-             "once. The row's maximum and sum are block reductions.",
+             "once. The row's maximum and sum are block reductions: the tree of the `dot` "
+             "puzzle of Exercises 03, with `np.maximum` in place of `+` for the maximum.",
         params=("x", "out", "cols"), outputs=("out",),
         spec="X = x.reshape(-1, cols); E = np.exp(X - X.max(axis=1, keepdims=True)); "
              "out = (E / E.sum(axis=1, keepdims=True)).ravel()",

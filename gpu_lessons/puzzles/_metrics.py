@@ -214,23 +214,39 @@ def _atomic_serialisation(result, case, array, params):
 
 
 def _atomic_contention(result, case, array, params):
-    """The most active lanes of one atomic instruction (global or shared) that hit one address:
-    1 when every atomic's lanes update different elements.  The worst instruction, not an
-    average, so uncontended atomics added to a kernel cannot hide a contended one."""
+    """The most atomic updates one warp makes to one address (global or shared), over the whole
+    run: 1 when a warp's lanes combine their values before one lane updates memory.  Counted
+    per warp, not per instruction, so neither every lane of one atomic on one address nor the
+    same lanes taking turns in a loop of one-lane atomics gets under it; uncontended atomics
+    added to a kernel cannot lower it either (the worst warp counts, not an average)."""
     evs = _events(result, ("atom.global", "atom.shared"))
     if not evs:
         return 0.0, None
-    worst = max(evs, key=lambda e: e.serialisation)
-    return float(worst.serialisation), worst.line
+    if any(e.indices is None for e in evs):  # a run without recorded indices
+        worst = max(evs, key=lambda e: e.serialisation)
+        return float(worst.serialisation), worst.line
+    updates, line_of = Counter(), {}
+    for e in evs:
+        for i in e.indices:
+            if i is not None:
+                key = (e.block, e.warp, e.array, i)
+                updates[key] += 1
+                line_of[key] = e.line
+    key, most = updates.most_common(1)[0]
+    return float(most), line_of[key]
 
 
 def _output_loads(result, case, array, params):
     """Lane loads of the output arrays (``params["arrays"]``) by the event kinds
     ``params["kinds"]``.  No puzzle's spec reads its outputs, so a kernel that does is using
     them as scratch memory: staging values in ``out`` instead of shared memory and reading
-    them back would dodge every budget on the loads of the inputs."""
+    them back would dodge every budget on the loads of the inputs.  Atomics on the lines
+    ``params["unread_atomics"]`` are left out: their old value is never used, so they only
+    write (per-warp totals added to ``out[0]``)."""
+    unread = params.get("unread_atomics", frozenset())
     evs = [e for e in result.events
-           if e.kind in params["kinds"] and e.array in params["arrays"]]
+           if e.kind in params["kinds"] and e.array in params["arrays"]
+           and not (e.kind.startswith("atom.") and e.line in unread)]
     lanes = Counter()
     for e in evs:
         lanes[e.line] += e.active
@@ -325,11 +341,11 @@ METRICS: dict[str, Metric] = {
     "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
                                    _atomic_serialisation, False,
                                    (3, "L2: one cache for the whole GPU"), None),
-    "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
-                                "lanes", _atomic_contention, False,
+    "atomic_contention": Metric("atomic contention (updates of one address by one warp)",
+                                "updates", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
     "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
-                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
+                           (3, "4. On-chip storage (SRAM)"), 0),
     "input_stores": Metric("global stores to the inputs", "lane stores", _input_stores, False,
                            (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
     "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",

@@ -2784,6 +2784,72 @@ def honest_transpose_naive_if(t, a, out, n):
         out[j * n + i] = v
 
 
+def honest_scan_blelloch_padded(t, x, out):
+    # GPU Gems 3, Example 39-2: one spare word every 32 keeps the tree's accesses off one bank
+    temp = t.shared(132, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    ai0 = tid
+    bi0 = tid + 64
+    temp[ai0 + ai0 // 32] = x[base + ai0]
+    temp[bi0 + bi0 // 32] = x[base + bi0]
+    offset = 1
+    d = 64
+    while d > 0:
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            ai = ai + ai // 32
+            bi = bi + bi // 32
+            temp[bi] = temp[bi] + temp[ai]
+        offset *= 2
+        d //= 2
+    with t.if_(tid == 0):
+        temp[127 + 127 // 32] = 0.0
+    d = 1
+    while d < 128:
+        offset //= 2
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            ai = ai + ai // 32
+            bi = bi + bi // 32
+            left = temp[ai]
+            temp[ai] = temp[bi]
+            temp[bi] = temp[bi] + left
+        d *= 2
+    t.sync()
+    out[base + ai0] = temp[ai0 + ai0 // 32]
+    out[base + bi0] = temp[bi0 + bi0 // 32]
+
+
+def honest_occupancy_halo_by_eight(t, x, out, n):
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 4] = x[i]
+    with t.else_():
+        tile[tid + 4] = 0.0
+    with t.if_(tid < 8):          # 8 threads fetch the halo: 4 left, 4 right
+        g = t.where(tid < 4, start - 4 + tid, start + size + tid - 4)
+        s = t.where(tid < 4, tid, size + tid)
+        with t.if_((g >= 0) & (g < n)):
+            tile[s] = x[g]
+        with t.else_():
+            tile[s] = 0.0
+    t.sync()
+    t.return_if(i >= n)
+    acc = t.local(0.0)
+    for k in range(9):
+        acc[...] = acc + tile[tid + k]
+    out[i] = acc
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -2838,6 +2904,8 @@ HONEST_VARIANTS = [
     ("occupancy", honest_occupancy_ends, {"block": 512}),
     ("occupancy", honest_occupancy_ends, {"block": 128}),
     ("occupancy", honest_occupancy_one_thread_halo, {"block": 384}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 96}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 768}),
     ("reduce_tree", honest_reduce_tree_sequential, {}),
     ("reduce_tree", honest_reduce_tree_unrolled, {}),
     ("reduce_tree", honest_reduce_shared_atomic, {}),
@@ -2854,6 +2922,7 @@ HONEST_VARIANTS = [
     ("scan_hillis_steele", honest_scan_hs_two_arrays, {}),
     ("scan_hillis_steele", honest_scan_warp_shuffle, {}),
     ("scan_blelloch", honest_scan_blelloch_for, {}),
+    ("scan_blelloch", honest_scan_blelloch_padded, {}),
     ("matmul_register", honest_matmul_register_flat_loads, {}),
     ("matmul_register", honest_matmul_register_unpadded, {}),
     ("grid_stride", honest_grid_stride_counted, {}),

@@ -818,6 +818,16 @@ def occupancy_halo_misaligned(t, x, out, n):
     out[i] = s + tile[tid + 5] + tile[tid + 6] + tile[tid + 7] + tile[tid + 8]
 
 
+def grid_stride_reading_twice(t, x, out, n):
+    # x[i] + x[i]: two loads in the simulator (a compiler would often merge them; the message
+    # says to read it once into a local)
+    stride = t.grid_dim.x * t.block_dim.x
+    i = t.local(t.block_idx.x * t.block_dim.x + t.thread_idx.x)
+    for _ in t.while_(lambda: i < n):
+        out[i] = x[i] + x[i] + 1
+        i[...] = i + stride
+
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -887,6 +897,8 @@ BREAKERS = [
      "global loads of x: 8.0 sectors per request, the budget is 4.0"),
     ("occupancy", occupancy_halo_misaligned, {"block": 256}, "load_sectors",
      "5.0 sectors per request, the budget is 4.0"),
+    ("grid_stride", grid_stride_reading_twice, {}, "loads_per_element",
+     "global loads of x: 2 per element, the budget is 1"),
 ]
 
 
@@ -2850,6 +2862,20 @@ def honest_occupancy_halo_by_eight(t, x, out, n):
     out[i] = acc
 
 
+def honest_reduce_warp_atomics(t, x, out):
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = 0.0
+    t.sync()
+    with t.if_(t.lane == 0):
+        t.atomic_add(out, t.block_idx.x, v)
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -2918,6 +2944,8 @@ HONEST_VARIANTS = [
     ("reduce", honest_reduce_shared_atomic, {}),
     ("reduce_shuffle", honest_reduce_shuffle_all_warps_finish, {}),
     ("reduce_shuffle", honest_reduce_shuffle_xor, {}),
+    # one atomic per warp into out[b] (once refused as reading the output back)
+    ("reduce_shuffle", honest_reduce_warp_atomics, {}),
     ("scan_hillis_steele", honest_scan_hs_where, {}),
     ("scan_hillis_steele", honest_scan_hs_two_arrays, {}),
     ("scan_hillis_steele", honest_scan_warp_shuffle, {}),
@@ -2971,3 +2999,9 @@ def test_one_sector_over_a_coalescing_budget_says_misaligned():
     r = puzzles.evaluate("occupancy", occupancy_halo_misaligned, block=256)
     assert "start off a 32-byte boundary" in r.message and "\n" not in r.message
     assert "boundary" not in puzzles.evaluate("transpose", transpose_naive).message
+
+
+def test_too_many_loads_per_element_says_what_to_do():
+    r = puzzles.evaluate("grid_stride", grid_stride_reading_twice)
+    assert "keep a value needed again in a local" in r.message and "\n" not in r.message
+    assert f"line {r.line}" in r.message

@@ -410,6 +410,9 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
                 text += ("; one sector more than the budget: that warp's 128 B most likely "
                          "start off a 32-byte boundary (start each warp's run at a multiple "
                          "of 8 elements)")
+            elif b.metric == "loads_per_element":
+                text += (f"; every {b.array}[...] the kernel evaluates is a load: keep a value "
+                         f"needed again in a local, or the block's values in a shared tile")
             return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                                 b.metric, line, measures)
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"

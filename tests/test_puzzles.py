@@ -1007,6 +1007,30 @@ def test_hazards_fail_as_not_correct():
     assert r.line == guard_missing.__code__.co_firstlineno + 2
 
 
+def reduce_sync_in_branch(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 0:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+            t.sync()                          # only the adding threads arrive
+        s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def test_a_barrier_in_a_branch_points_at_the_lesson_on_barriers():
+    from gpu_lessons.puzzles._core import BARRIER_SECTION
+
+    f, r = failure("reduce", reduce_sync_in_branch)
+    assert f == "error" and not r.correct and "Move the barrier out of the branch" in r.message
+    assert r.message.endswith(f"— see {BARRIER_SECTION}")
+    assert r.line == reduce_sync_in_branch.__code__.co_firstlineno + 9
+
+
 def histogram_shared_plain_merge(t, x, hist, n):
     bins = t.shared(16, np.int32)
     tid = t.thread_idx.x

@@ -484,7 +484,8 @@ def _run_case(p: Puzzle, kernel, case: Case):
                           max_instructions=MAX_INSTRUCTIONS, record_indices=True)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
-        section = ERROR_SECTION if text.startswith(("IndexError", "TypeError")) else None
+        section = (ERROR_SECTION if text.startswith(("IndexError", "TypeError"))
+                   else BARRIER_SECTION if "t.sync()" in text else None)
         raise _fail(p, "error", text, case=case, line=line, section=section) from None
     hazard = _hazard(result)
     if hazard is None and (race := _races.global_race(result)) is not None:

@@ -2900,6 +2900,97 @@ def honest_reduce_warp_atomics(t, x, out):
         t.atomic_add(out, t.block_idx.x, v)
 
 
+def honest_matmul_tiled_flat_local(t, a, b, c, n):
+    sa = t.shared(256, np.float32)
+    sb = t.shared(256, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = t.local(0.0)
+    for m in range(n // 16):
+        sa[ty * 16 + tx] = a[row * n + m * 16 + tx]
+        sb[ty * 16 + tx] = b[(m * 16 + ty) * n + col]
+        t.sync()
+        for k in range(16):
+            acc[...] = acc + sa[ty * 16 + k] * sb[k * 16 + tx]
+        t.sync()
+    c[row * n + col] = acc
+
+
+def honest_matmul_tiled_guarded(t, a, b, c, n):
+    # guards as for any n (n is a multiple of 16 here, so they never skip)
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = t.local(0.0)
+    for k0 in range(0, n, 16):
+        with t.if_((row < n) & (k0 + tx < n)):
+            sa[ty, tx] = a[row * n + k0 + tx]
+        with t.else_():
+            sa[ty, tx] = 0.0
+        with t.if_((col < n) & (k0 + ty < n)):
+            sb[ty, tx] = b[(k0 + ty) * n + col]
+        with t.else_():
+            sb[ty, tx] = 0.0
+        t.sync()
+        for k in range(16):
+            acc[...] = acc + sa[ty, k] * sb[k, tx]
+        t.sync()
+    with t.if_((row < n) & (col < n)):
+        c[row * n + col] = acc
+
+
+def honest_matmul_naive_flat_idx(t, a, b, c, n):
+    row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
+    col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    with t.if_((row < n) & (col < n)):
+        acc = t.local(0.0)
+        ia = t.local(row * n)
+        ib = t.local(col)
+        for _k in range(n):
+            acc[...] = acc + a[ia] * b[ib]
+            ia[...] = ia + 1
+            ib[...] = ib + n
+        c[row * n + col] = acc
+
+
+def honest_matmul_register_flat_idx(t, a, b, c, n):
+    sa = t.shared(16 * 17, np.float32)
+    sb = t.shared(256, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    c00 = t.local(0.0)
+    c01 = t.local(0.0)
+    c10 = t.local(0.0)
+    c11 = t.local(0.0)
+    for k0 in range(0, n, 16):
+        for di in range(0, 16, 8):
+            for dj in range(0, 16, 8):
+                sa[(ty + di) * 17 + tx + dj] = a[(row + di) * n + k0 + tx + dj]
+                sb[(ty + di) * 16 + tx + dj] = b[(k0 + ty + di) * n + col + dj]
+        t.sync()
+        for k in range(16):
+            a0 = sa[ty * 17 + k]
+            a1 = sa[(ty + 8) * 17 + k]
+            b0 = sb[k * 16 + tx]
+            b1 = sb[k * 16 + tx + 8]
+            c00[...] = c00 + a0 * b0
+            c01[...] = c01 + a0 * b1
+            c10[...] = c10 + a1 * b0
+            c11[...] = c11 + a1 * b1
+        t.sync()
+    c[row * n + col] = c00
+    c[row * n + col + 8] = c01
+    c[(row + 8) * n + col] = c10
+    c[(row + 8) * n + col + 8] = c11
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -2944,8 +3035,11 @@ HONEST_VARIANTS = [
     ("transpose_tiled", honest_transpose_swizzle, {}),
     ("transpose", honest_transpose_swizzle, {}),
     ("transpose", honest_transpose_flat_padded, {}),
+    ("matmul_naive", honest_matmul_naive_flat_idx, {}),
     ("matmul_naive", honest_matmul_naive_if_local, {}),
     ("matmul_naive", honest_matmul_naive_two_locals, {}),
+    ("matmul_tiled", honest_matmul_tiled_guarded, {}),
+    ("matmul_tiled", honest_matmul_tiled_flat_local, {}),
     ("matmul_tiled", honest_matmul_tiled_while, {}),
     ("matmul_tiled", honest_matmul_tiled_flat, {}),
     ("ilp", honest_ilp_warp_chunks, {}),
@@ -2975,6 +3069,7 @@ HONEST_VARIANTS = [
     ("scan_hillis_steele", honest_scan_warp_shuffle, {}),
     ("scan_blelloch", honest_scan_blelloch_for, {}),
     ("scan_blelloch", honest_scan_blelloch_padded, {}),
+    ("matmul_register", honest_matmul_register_flat_idx, {}),
     ("matmul_register", honest_matmul_register_flat_loads, {}),
     ("matmul_register", honest_matmul_register_unpadded, {}),
     ("grid_stride", honest_grid_stride_counted, {}),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import linecache
 import re
 from pathlib import Path
@@ -3109,9 +3110,13 @@ def test_an_atomic_whose_old_value_is_unused_only_writes():
            "    t.atomic_add(out, 2, 1.0); w = t.atomic_add(out, 3, 0.0)\n"    # 4: read
            "    with t.if_(v > 0):\n"
            "        t.atomic_max(\n"                                           # 6, 7: write only
-           "            out, 4, w)\n")
-    assert _kernel.unread_atomic_lines(src) == {2, 6, 7}
+           "            out, 4, w)\n"
+           "    old = t.atomic_add(out, 5, 1.0)\n")                          # 8: never read
+    assert _kernel.unread_atomic_lines(src) == {2, 6, 7, 8}
     assert _kernel.unread_atomic_lines("not a kernel") == frozenset()
+    # the grader's path: the kernel as a cell's text, lines counted from the cell's top
+    cell = "BLOCK = 1\n\n" + inspect.getsource(honest_dot_warp_atomics)
+    assert puzzles.evaluate("dot", cell.replace("honest_dot_warp_atomics", "dot_kernel")).passed
 
 
 def test_one_sector_over_a_coalescing_budget_says_misaligned():

@@ -107,7 +107,8 @@ ATOMICS = frozenset({"atomic_add", "atomic_max", "atomic_cas"})
 
 def unread_atomic_lines(kernel) -> frozenset[int]:
     """The learner's lines whose atomics all stand alone as statements (``t.atomic_add(out, i,
-    v)``), so the old value they return is never read.  CUDA compiles such an atomic to a
+    v)``) or are assigned to a name the kernel never reads, so the old value they return is
+    never used.  CUDA compiles such an atomic to a
     reduction (``red.global.add``), which writes memory and returns nothing to the thread.  A
     line that also holds an atomic whose value is used (``old = t.atomic_add(...)``) is not
     one of them.  Empty when the source cannot be read (every atomic then counts as a read)."""
@@ -115,7 +116,12 @@ def unread_atomic_lines(kernel) -> frozenset[int]:
         k = kernel_lang.validate(kernel)
     except (TypeError, ValueError):
         return frozenset()
+    read = {n.id for n in ast.walk(k.tree) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
     alone = {id(n.value) for n in ast.walk(k.tree) if isinstance(n, ast.Expr)}
+    alone |= {id(n.value) for n in ast.walk(k.tree)  # old = t.atomic_add(...), old never read
+              if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and n.targets[0].id not in read}
     statement, used = set(), set()
     for node in ast.walk(k.tree):
         if isinstance(node, ast.Call) and _is_atomic(node, k.ctx):

@@ -838,7 +838,7 @@ BREAKERS = [
     ("stencil", stencil_from_global, {}, "loads_per_element", "global loads of x: 2.99 per element"),
     ("dot", dot_two_barriers_per_step, {}, "barriers", "barriers: 15 per block, the budget is 8"),
     ("dot", dot_by_atomics, {}, "atomic_contention",
-     "atomic contention (updates of one address by one warp): 32 updates"),
+     "atomic contention (lanes of one warp on one address): 32 lanes"),
     ("stencil", stencil_reading_by_atomics, {}, "loads_per_element",
      "global loads of x: 2.99 per element"),
     ("scan_blelloch", scan_exclusive_hillis_steele, {}, "shared_stores_per_element",
@@ -884,8 +884,8 @@ BREAKERS = [
     ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
     ("reduce_tree", reduce_by_lanes_taking_turns, {}, "atomic_contention",
-     "atomic contention (updates of one address by one warp): 32 updates, the budget is 1"),
-    ("reduce_shuffle", reduce_by_lanes_taking_turns, {}, "atomic_contention", "32 updates"),
+     "atomic contention (lanes of one warp on one address): 32 lanes, the budget is 1"),
+    ("reduce_shuffle", reduce_by_lanes_taking_turns, {}, "atomic_contention", "32 lanes"),
     ("map", map_read_back_by_atomic, {}, "output_loads",
      "global loads of the outputs: 64 lane loads, the budget is 0"),
     ("map", map_read_back_beside_a_statement, {}, "output_loads",
@@ -2992,6 +2992,34 @@ def honest_matmul_register_flat_idx(t, a, b, c, n):
     c[(row + 8) * n + col + 8] = c11
 
 
+def honest_segmented_sum_chunk_atomics(t, x, offsets, out):
+    # each warp sums 32 values at a time with shuffles; lane 0 adds each chunk's total
+    total = t.shared(1, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    start = offsets[seg]
+    end = offsets[seg + 1]
+    with t.if_(tid == 0):
+        total[0] = 0.0
+    t.sync()
+    k = t.local(start + t.warp * 32)          # the same in every lane of a warp
+    for _ in t.while_(lambda: k < end):
+        i = k + t.lane
+        v = t.local(0.0)
+        with t.if_(i < end):
+            v[...] = x[i]
+        d = 16
+        while d > 0:
+            v[...] = v + t.shfl_down(v, d)
+            d //= 2
+        with t.if_(t.lane == 0):
+            t.atomic_add(total, 0, v)
+        k[...] = k + 128
+    t.sync()
+    with t.if_(tid == 0):
+        out[seg] = total[0]
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -3080,6 +3108,8 @@ HONEST_VARIANTS = [
     ("segmented_sum", honest_segmented_sum_counted, {}),
     # one atomic per warp into out[seg] (once refused as reading the output back)
     ("segmented_sum", honest_segmented_sum_warp_atomics, {}),
+    # lane 0 adds each 32-value chunk's total: one lane, several updates
+    ("segmented_sum", honest_segmented_sum_chunk_atomics, {}),
     ("softmax", honest_softmax_online, {}),
     ("softmax", honest_softmax_shuffles, {}),
     ("softmax", honest_softmax_recompute_exp, {}),

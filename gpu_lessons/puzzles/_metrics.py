@@ -214,26 +214,28 @@ def _atomic_serialisation(result, case, array, params):
 
 
 def _atomic_contention(result, case, array, params):
-    """The most atomic updates one warp makes to one address (global or shared), over the whole
-    run: 1 when a warp's lanes combine their values before one lane updates memory.  Counted
-    per warp, not per instruction, so neither every lane of one atomic on one address nor the
-    same lanes taking turns in a loop of one-lane atomics gets under it; uncontended atomics
-    added to a kernel cannot lower it either (the worst warp counts, not an average)."""
+    """The most lanes of one warp that update one address atomically (global or shared), over
+    the whole run: 1 when a warp's lanes combine their values before one lane updates memory.
+    Counted per warp, not per instruction, so neither every lane of one atomic on one address
+    nor the lanes taking turns in a loop of one-lane atomics gets under it; one lane updating
+    an address again (a warp's total of each chunk it sums) is still one lane.  The worst
+    warp counts, not an average, so uncontended atomics added to a kernel cannot hide it."""
     evs = _events(result, ("atom.global", "atom.shared"))
     if not evs:
         return 0.0, None
     if any(e.indices is None for e in evs):  # a run without recorded indices
         worst = max(evs, key=lambda e: e.serialisation)
         return float(worst.serialisation), worst.line
-    updates, line_of = Counter(), {}
+    lanes: dict = {}
+    line_of = {}
     for e in evs:
-        for i in e.indices:
+        for lane, i in enumerate(e.indices):
             if i is not None:
                 key = (e.block, e.warp, e.array, i)
-                updates[key] += 1
+                lanes.setdefault(key, set()).add(lane)
                 line_of[key] = e.line
-    key, most = updates.most_common(1)[0]
-    return float(most), line_of[key]
+    key = max(lanes, key=lambda k: len(lanes[k]))
+    return float(len(lanes[key])), line_of[key]
 
 
 def _output_loads(result, case, array, params):
@@ -341,8 +343,8 @@ METRICS: dict[str, Metric] = {
     "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
                                    _atomic_serialisation, False,
                                    (3, "L2: one cache for the whole GPU"), None),
-    "atomic_contention": Metric("atomic contention (updates of one address by one warp)",
-                                "updates", _atomic_contention, False,
+    "atomic_contention": Metric("atomic contention (lanes of one warp on one address)",
+                                "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
     "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
                            (3, "4. On-chip storage (SRAM)"), 0),

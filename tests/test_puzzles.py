@@ -829,6 +829,31 @@ def grid_stride_reading_twice(t, x, out, n):
         i[...] = i + stride
 
 
+def scan_brent_kung(t, x, out):
+    # work-efficient, but 2 log2 n - 1 steps: the puzzle asks for log2 n (its next puzzle is the
+    # work-efficient tree)
+    temp = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    temp[tid] = x[i]
+    t.sync()
+    stride = 1
+    while stride < 128:                        # up-sweep
+        j = (tid + 1) * stride * 2 - 1
+        with t.if_(j < 128):
+            temp[j] = temp[j] + temp[j - stride]
+        t.sync()
+        stride *= 2
+    stride = 32
+    while stride > 0:                          # down-sweep, inclusive
+        j = (tid + 1) * stride * 2 - 1
+        with t.if_(j + stride < 128):
+            temp[j + stride] = temp[j + stride] + temp[j]
+        t.sync()
+        stride //= 2
+    out[i] = temp[tid]
+
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -900,6 +925,8 @@ BREAKERS = [
      "5.0 sectors per request, the budget is 4.0"),
     ("grid_stride", grid_stride_reading_twice, {}, "loads_per_element",
      "global loads of x: 2 per element, the budget is 1"),
+    ("scan_hillis_steele", scan_brent_kung, {}, "barriers",
+     "barriers: 14 per block, the budget is 8"),
 ]
 
 
@@ -3020,6 +3047,22 @@ def honest_segmented_sum_chunk_atomics(t, x, offsets, out):
         out[seg] = total[0]
 
 
+def honest_histogram_shared_last_warp(t, x, hist, n):
+    # the block's last 16 threads zero and merge the bins, in reverse order
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    b = 127 - tid
+    with t.if_(b < 16):
+        bins[b] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(b < 16):
+        t.atomic_add(hist, b, bins[b])
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -3051,6 +3094,7 @@ HONEST_VARIANTS = [
     ("histogram_global", honest_histogram_global_return_local, {}),
     ("histogram_shared", honest_histogram_shared_nonzero, {}),
     ("histogram_shared", honest_histogram_shared_return, {}),
+    ("histogram_shared", honest_histogram_shared_last_warp, {}),
     ("histogram_shared", honest_histogram_shared_thread0_merge, {}),
     # one thread loops over the 16 bins (once over the busiest-warp budget)
     ("histogram_shared", honest_histogram_shared_merge_guarded, {}),

@@ -108,10 +108,10 @@ ATOMICS = frozenset({"atomic_add", "atomic_max", "atomic_cas"})
 def unread_atomic_lines(kernel) -> frozenset[int]:
     """The learner's lines whose atomics all stand alone as statements (``t.atomic_add(out, i,
     v)``) or are assigned to a name the kernel never reads, so the old value they return is
-    never used.  CUDA compiles such an atomic to a
-    reduction (``red.global.add``), which writes memory and returns nothing to the thread.  A
-    line that also holds an atomic whose value is used (``old = t.atomic_add(...)``) is not
-    one of them.  Empty when the source cannot be read (every atomic then counts as a read)."""
+    never used.  CUDA compiles such an atomic to a reduction (``red.global.add``), which
+    writes memory and returns nothing to the thread.  A line that also holds an atomic whose
+    value is used (``old = t.atomic_add(...)``, ``old`` read later) is not one of them.  Empty
+    when the source cannot be read (every atomic then counts as a read)."""
     try:
         k = kernel_lang.validate(kernel)
     except (TypeError, ValueError):

@@ -3063,6 +3063,40 @@ def honest_histogram_shared_last_warp(t, x, hist, n):
         t.atomic_add(hist, b, bins[b])
 
 
+def honest_aos_to_soa_shuffles(t, aos, x, y, z, n):
+    # no shared memory: each warp loads its 96 floats as three coalesced rows of 32, then every
+    # lane fetches its struct's three fields from the lanes that hold them
+    first = (t.block_idx.x * 128 + t.warp * 32) * 3
+    lane = t.lane
+    r0 = t.local(0.0)
+    r1 = t.local(0.0)
+    r2 = t.local(0.0)
+    with t.if_(first + lane < 3 * n):
+        r0[...] = aos[first + lane]
+    with t.if_(first + 32 + lane < 3 * n):
+        r1[...] = aos[first + 32 + lane]
+    with t.if_(first + 64 + lane < 3 * n):
+        r2[...] = aos[first + 64 + lane]
+    f0 = 3 * lane                              # this lane's fields: f0, f0 + 1, f0 + 2
+    a0 = t.shfl_idx(r0, f0 % 32)
+    a1 = t.shfl_idx(r1, f0 % 32)
+    a2 = t.shfl_idx(r2, f0 % 32)
+    b0 = t.shfl_idx(r0, (f0 + 1) % 32)
+    b1 = t.shfl_idx(r1, (f0 + 1) % 32)
+    b2 = t.shfl_idx(r2, (f0 + 1) % 32)
+    c0 = t.shfl_idx(r0, (f0 + 2) % 32)
+    c1 = t.shfl_idx(r1, (f0 + 2) % 32)
+    c2 = t.shfl_idx(r2, (f0 + 2) % 32)
+    vx = t.where(f0 < 32, a0, t.where(f0 < 64, a1, a2))
+    vy = t.where(f0 + 1 < 32, b0, t.where(f0 + 1 < 64, b1, b2))
+    vz = t.where(f0 + 2 < 32, c0, t.where(f0 + 2 < 64, c1, c2))
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    t.return_if(i >= n)
+    x[i] = vx
+    y[i] = vy
+    z[i] = vz
+
+
 HONEST_VARIANTS = [
     # (puzzle, kernel, launch choices)
     ("map", honest_map_local, {}),
@@ -3102,6 +3136,7 @@ HONEST_VARIANTS = [
     ("aos_to_soa", honest_aos_to_soa_loop, {}),
     ("aos_to_soa", honest_aos_to_soa_2d_tile, {}),
     ("aos_to_soa", honest_aos_to_soa_soa_tiles, {}),
+    ("aos_to_soa", honest_aos_to_soa_shuffles, {}),
     ("transpose_naive", honest_transpose_naive_dims, {}),
     ("transpose_naive", honest_transpose_naive_if, {}),
     ("transpose_tiled", honest_transpose_tiled_locals, {}),

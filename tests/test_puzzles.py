@@ -1022,6 +1022,36 @@ def guard_missing(t, a, out, n):
     out[i] = a[i] + 10
 
 
+def reduce_warp_synchronous(t, x, out):
+    # the pre-Volta idiom: the last warp's steps with no __syncwarp(), trusting lockstep
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 32:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid < 32):
+        while s > 0:
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+            s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def test_a_warp_synchronous_reduction_without_syncwarp_is_a_race():
+    """Lane 0 reads sdata[16] at s = 16 while lane 16 wrote it at s = 32, nothing between:
+    since Volta a warp's lanes may run apart, so only __syncwarp() orders them.  The same
+    kernel with the read and the write split by t.syncwarp() passes (honest variants)."""
+    f, r = failure("reduce", reduce_warp_synchronous)
+    assert f == "race" and not r.correct and str(RACE_SECTION) in r.message
+    assert "of the same warp" in r.message and "a t.syncwarp() is missing" in r.message
+    assert r.line == reduce_warp_synchronous.__code__.co_firstlineno + 14
+    assert puzzles.evaluate("reduce", honest_reduce_last_warp_syncwarp).passed
+
 def test_hazards_fail_as_not_correct():
     f, r = failure("stencil", stencil_no_halo)
     assert f == "uninitialised" and not r.correct and "nothing was written yet" in r.message

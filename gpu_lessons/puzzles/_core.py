@@ -538,7 +538,7 @@ def _hazard(result: simt.SimResult):
     barrier reached from different lines."""
     if result.races:
         r = result.races[0]
-        return "race", f"{r}: a t.sync() is missing", r.other_line, RACE_SECTION
+        return "race", f"{r}: a {r.missing} is missing", r.other_line, RACE_SECTION
     for u in result.uninitialised_reads:
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:

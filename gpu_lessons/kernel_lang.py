@@ -250,6 +250,10 @@ class _Checker:
                         "*args, **kwargs or keyword-only parameters")
         if fn.decorator_list:
             self.refuse(fn.decorator_list[0], "decorator", "kernels cannot be decorated")
+        if getattr(fn, "type_params", None):   # def k[T](t, ...), Python 3.12 and later
+            self.refuse(fn, "type parameters", "a kernel is a plain def k(t, ...): no [type "
+                                               "parameters] (element types come from the "
+                                               "arrays passed)")
         if fn.returns is not None or any(a.annotation is not None for a in args.args):
             self.refuse(fn, "annotation", "kernels cannot carry type annotations")
         if not args.args:

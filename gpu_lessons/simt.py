@@ -61,10 +61,11 @@ How it works
 * **Race detection.**  Between two barriers, a shared-memory word written by one warp and
   read or written by another warp is a race (a missing ``__syncthreads()``); each is reported
   with the array, index, warps and source lines.  Two atomics on one word never race; an
-  atomic and another warp's plain read or write of that word do.  Accesses within one warp
-  are in program order here (warps run in lockstep), so intra-warp races of independent
-  thread scheduling (Volta and later, fixed by ``__syncwarp()``; Programming Guide,
-  "Independent Thread Scheduling") are outside this model.
+  atomic and another warp's plain read or write of that word do.  Within one warp, a word one
+  lane writes and another lane reads or writes in a later instruction, with no
+  ``t.syncwarp()`` between, is a race too: the simulator runs a warp's lanes in lockstep, but
+  since Volta each thread has its own program counter and only ``__syncwarp()`` orders the
+  lanes (Programming Guide, "Independent Thread Scheduling").
 * **Atomics.**  ``old = t.atomic_add(a, i, v)``, ``t.atomic_max(a, i, v)`` and
   ``t.atomic_cas(a, i, compare, v)`` read-modify-write one element per active lane of a
   global or shared array and return the value it held before, as ``atomicAdd``,
@@ -114,6 +115,8 @@ the quantity Nsight Compute reports as "Avg. Active Threads Per Warp" / 32.
 
 from __future__ import annotations
 
+import linecache
+import re
 import sys
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -202,6 +205,25 @@ def _caller_line() -> int | None:
     while f is not None and f.f_code.co_filename == _THIS_FILE:
         f = f.f_back
     return None if f is None else f.f_lineno
+
+
+_DECLARED = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*\w+\.shared\(")
+_declared_names: dict[tuple[str, int], str | None] = {}
+
+
+def _declared_name() -> str | None:
+    """The name the kernel's line gives a shared array (``tile = t.shared(...)``), so messages
+    say ``tile[3]`` rather than ``shared0[3]``; ``None`` where the line does not say."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename == _THIS_FILE:
+        f = f.f_back
+    if f is None:
+        return None
+    key = (f.f_code.co_filename, f.f_lineno)
+    if key not in _declared_names:
+        match = _DECLARED.match(linecache.getline(*key))
+        _declared_names[key] = match.group(1) if match else None
+    return _declared_names[key]
 
 
 # -- lane values ----------------------------------------------------------------------------------
@@ -407,6 +429,7 @@ class WarpContext:
                                Lanes(self, linear // (bx * by), _ALL_BITS))
         self._step = 0
         self._time_offset = 0
+        self._warp_syncs = 0    # t.syncwarp() calls so far: lanes' accesses between them race
         self._shared_calls = 0
         self._last_if = None
         self._args = tuple(self._wrap(a) for a in sim.args)
@@ -640,7 +663,7 @@ class WarpContext:
                     f"memory is limited to {MAX_STATIC_SHARED_BYTES} bytes (48 KB) per block")
             data = (np.full(shape, np.nan, dtype) if dtype.kind == "f"
                     else np.zeros(shape, dtype))
-            name = name or f"shared{k}"
+            name = name or _declared_name() or f"shared{k}"
             a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes
@@ -775,7 +798,8 @@ class WarpContext:
                     self._uninitialised(alloc, flat[~written], line)
             if access != _READ:
                 alloc.written[flat] = True
-            self._b.access_log.append((mem._alloc, flat, self.warp, access, line))
+            self._b.access_log.append((mem._alloc, flat, self.warp, access, line, lanes,
+                                       self._warp_syncs))
 
     def _uninitialised(self, alloc, flat, line):
         """Record a read of unwritten shared memory: the first one per block, warp, line and
@@ -931,8 +955,10 @@ class WarpContext:
 
     def syncwarp(self) -> None:
         """``__syncwarp()``: the warp's lanes meet (one ``bar.warp`` instruction).  Lanes of
-        a warp already run in lockstep here, so it only costs the instruction."""
+        a warp run in lockstep here, but not on Volta and later GPUs, so the race check
+        counts shared-memory accesses of different lanes between two of these as a race."""
         self._issue("bar.warp", _caller_line())
+        self._warp_syncs += 1
 
     # -- barrier ---------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -1196,8 +1222,11 @@ class _BlockRun:
             return
         for k, alloc in enumerate(self.shared):
             entries = [e for e in log if e[0] == k]
+            if not entries:
+                continue
+            self._check_lane_races(alloc, entries)
             if len({e[2] for e in entries}) < 2:
-                continue  # one warp alone cannot race with itself here
+                continue  # no second warp to race with
             sizes = [len(e[1]) for e in entries]
             elems = np.concatenate([e[1] for e in entries])
             warp = np.repeat([e[2] for e in entries], sizes)
@@ -1224,6 +1253,55 @@ class _BlockRun:
                     other_warp=int(warp[s + b]), other_line=entries[int(seq[s + b])][4],
                     other_access=("read", "write", "atomic")[access[s + b]],
                     writer_access=("read", "write", "atomic")[access[s + a]]))
+
+    def _check_lane_races(self, alloc, entries):
+        """Races between lanes of one warp: a word one lane writes and another lane reads or
+        writes, in different instructions with no ``t.syncwarp()`` between.  The simulator
+        runs a warp's lanes in lockstep, but since Volta each thread has its own program
+        counter and a warp's lanes may run apart (CUDA C++ Programming Guide, "Independent
+        Thread Scheduling"): only ``__syncwarp()`` orders them."""
+        sizes = [len(e[1]) for e in entries]
+        elems = np.concatenate([e[1] for e in entries])
+        lane = np.concatenate([e[5] for e in entries])
+        # one group per warp, interval between t.syncwarp() calls and word
+        group = np.repeat([e[2] * (1 << 32) + e[6] for e in entries], sizes)
+        access = np.repeat([e[3] for e in entries], sizes)
+        seq = np.repeat(np.arange(len(entries)), sizes)
+        order = np.lexsort((seq, elems, group))
+        elems, lane, group, access, seq = (elems[order], lane[order], group[order],
+                                           access[order], seq[order])
+        new = np.r_[True, (elems[1:] != elems[:-1]) | (group[1:] != group[:-1])]
+        starts = np.flatnonzero(new)
+        ends = np.r_[starts[1:], len(elems)]
+        several = np.minimum.reduceat(lane, starts) != np.maximum.reduceat(lane, starts)
+        writes = np.logical_or.reduceat(access == _WRITE, starts)
+        for g in np.flatnonzero(several & writes):
+            s, e = starts[g], ends[g]
+            found = _lane_race_pair(lane[s:e], access[s:e], seq[s:e])
+            if found is None:
+                continue
+            a, b = found
+            writer, other = entries[int(seq[s + a])], entries[int(seq[s + b])]
+            self.sim.races.append(Race(
+                block=self.linear, phase=self.phase, array=alloc.name,
+                index=tuple(int(i) for i in np.unravel_index(int(elems[s]), alloc.data.shape)),
+                writer_warp=writer[2], writer_line=writer[4],
+                other_warp=other[2], other_line=other[4],
+                other_access=("read", "write", "atomic")[access[s + b]],
+                writer_access="write", writer_lane=int(lane[s + a]),
+                other_lane=int(lane[s + b])))
+            return  # one per array and phase: the first tells the learner what to fix
+
+
+def _lane_race_pair(lane: np.ndarray, access: np.ndarray, seq: np.ndarray):
+    """Positions (writer, other) of a plain write by one lane and an access of the same word
+    by another lane in a different instruction; ``None`` if there are none.  Lanes of one
+    instruction writing one word together are not counted: the hardware keeps one of them."""
+    for a in np.flatnonzero(access == _WRITE).tolist():
+        others = np.flatnonzero((lane != lane[a]) & (seq != seq[a]))
+        if others.size:
+            return a, int(others[0])
+    return None
 
 
 def _race_pair(warp: np.ndarray, access: np.ndarray):

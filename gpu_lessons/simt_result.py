@@ -98,7 +98,9 @@ class Event(NamedTuple):
 class Race:
     """A shared-memory word that two warps touched between the same two barriers, one
     of them writing it: a missing ``__syncthreads()``.  Two atomics never race with each
-    other; an atomic and a plain read or write of another warp do."""
+    other; an atomic and a plain read or write of another warp do.  Also two lanes of one
+    warp, one writing the word, between the same two ``t.syncwarp()`` calls: a missing
+    ``__syncwarp()`` (``writer_lane`` and ``other_lane`` say which)."""
 
     block: int
     phase: int
@@ -110,12 +112,30 @@ class Race:
     other_line: int | None
     other_access: str  # "read", "write" or "atomic"
     writer_access: str = "write"  # "write" or "atomic"
+    #: For a race between lanes of one warp (no ``t.syncwarp()`` between): the two lanes.
+    writer_lane: int | None = None
+    other_lane: int | None = None
+
+    @property
+    def within_warp(self) -> bool:
+        return self.writer_lane is not None
+
+    @property
+    def missing(self) -> str:
+        """The barrier that would order the two accesses."""
+        return "t.syncwarp()" if self.within_warp else "t.sync()"
 
     def __str__(self) -> str:
         where = ("before the first t.sync()" if self.phase == 0
                  else f"after t.sync() #{self.phase}")
         idx = ", ".join(map(str, self.index))
         verbs = {"read": "reads", "write": "writes", "atomic": "updates (atomically)"}
+        if self.within_warp:
+            return (f"race on {self.array}[{idx}] in block {self.block} {where}: lane "
+                    f"{self.writer_lane} of warp {self.writer_warp} writes it (line "
+                    f"{self.writer_line}) and lane {self.other_lane} of the same warp "
+                    f"{verbs[self.other_access]} it (line {self.other_line}) with nothing "
+                    f"between to order them (since Volta a warp's lanes may run apart)")
         return (f"race on {self.array}[{idx}] in block {self.block} {where}: warp "
                 f"{self.writer_warp} {verbs[self.writer_access]} it (line {self.writer_line}) "
                 f"and warp {self.other_warp} {verbs[self.other_access]} it "

@@ -276,3 +276,14 @@ def test_compile_kernel_refuses_what_validate_refuses():
         kl.compile_kernel(_src("import os\n"))
     with pytest.raises(TypeError):
         kl.compile_kernel(3)
+
+
+def test_type_parameters_are_refused():
+    # def k[T](...) parses from Python 3.12 on (refused as a construct there); before that
+    # it is not valid Python at all; either way, never accepted
+    import sys
+
+    with pytest.raises(kl.KernelLanguageError) as err:
+        kl.validate("def k[T](t, a):\n    a[0] = 1\n")
+    expected = "type parameters" if sys.version_info >= (3, 12) else "syntax"
+    assert err.value.construct == expected and err.value.lineno == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import linecache
 import re
 from pathlib import Path
@@ -711,6 +712,148 @@ def transpose_naive_diluted(t, a, out, n):
         out[k] = w
 
 
+def reduce_by_lanes_taking_turns(t, x, out):
+    # one-lane atomics in a loop: no instruction is contended, but the warp's 32 lanes update
+    # out[b] one after another (the atomic's old value is never used, so it is no read of out)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = 0.0
+    t.sync()
+    for k in range(32):
+        with t.if_(t.lane == k):
+            t.atomic_add(out, t.block_idx.x, v)
+
+
+def map_read_back_by_atomic(t, a, out):
+    i = t.thread_idx.x
+    out[i] = a[i] + 10
+    t.sync()
+    v = t.atomic_add(out, i, 0.0)             # an atomic whose old value is used reads out
+    out[i] = v
+
+
+def map_read_back_beside_a_statement(t, a, out):
+    # an atomic statement and a used one on one line: the line counts as reading
+    i = t.thread_idx.x
+    out[i] = a[i] + 10
+    t.sync()
+    t.atomic_add(out, i, 0.0); v = t.atomic_add(out, (i + 32) % len(out), 0.0)  # noqa: E702
+    t.sync()
+    out[(i + 32) % len(out)] = v
+
+
+def histogram_shared_by_one_thread(t, x, hist, n):
+    # thread 0 counts the block's 128 values; a loop over the 16 bins is allowed, this is not
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    base = t.block_idx.x * 128
+    with t.if_(tid == 0):
+        for k in range(128):
+            with t.if_(base + k < n):
+                t.atomic_add(bins, x[base + k], 1)
+    t.sync()
+    with t.if_(tid < 16):
+        t.atomic_add(hist, tid, bins[tid])
+
+
+def scan_blelloch_pairs(t, x, out):
+    # GPU Gems 3's first listing: thread tid loads 2 tid and 2 tid + 1, a stride of 2 words
+    # GPU Gems 3 Example 39-1: each thread loads two neighbours 2*tid, 2*tid + 1
+    temp = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    temp[2 * tid] = x[base + 2 * tid]
+    temp[2 * tid + 1] = x[base + 2 * tid + 1]
+    offset = 1
+    d = 64
+    while d > 0:
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            temp[bi] = temp[bi] + temp[ai]
+        offset *= 2
+        d //= 2
+    with t.if_(tid == 0):
+        temp[127] = 0.0
+    d = 1
+    while d < 128:
+        offset //= 2
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            left = temp[ai]
+            right = temp[bi]
+            temp[ai] = right
+            temp[bi] = right + left
+        d *= 2
+    t.sync()
+    out[base + 2 * tid] = temp[2 * tid]
+    out[base + 2 * tid + 1] = temp[2 * tid + 1]
+
+
+def occupancy_halo_misaligned(t, x, out, n):
+    # the tile and its halo loaded as one run from start - 4: every warp's 128 B start 16 B
+    # off a sector boundary, 5 sectors per request
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size - 4
+    j = t.local(tid)
+    for _ in t.while_(lambda: j < size + 8):
+        g = start + j
+        with t.if_((g >= 0) & (g < n)):
+            tile[j] = x[g]
+        with t.else_():
+            tile[j] = 0.0
+        j[...] = j + size
+    t.sync()
+    i = start + 4 + tid
+    t.return_if(i >= n)
+    s = tile[tid] + tile[tid + 1] + tile[tid + 2] + tile[tid + 3] + tile[tid + 4]
+    out[i] = s + tile[tid + 5] + tile[tid + 6] + tile[tid + 7] + tile[tid + 8]
+
+
+def grid_stride_reading_twice(t, x, out, n):
+    # x[i] + x[i]: two loads in the simulator (a compiler would often merge them; the message
+    # says to read it once into a local)
+    stride = t.grid_dim.x * t.block_dim.x
+    i = t.local(t.block_idx.x * t.block_dim.x + t.thread_idx.x)
+    for _ in t.while_(lambda: i < n):
+        out[i] = x[i] + x[i] + 1
+        i[...] = i + stride
+
+
+def scan_brent_kung(t, x, out):
+    # work-efficient, but 2 log2 n - 1 steps: the puzzle asks for log2 n (its next puzzle is the
+    # work-efficient tree)
+    temp = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    temp[tid] = x[i]
+    t.sync()
+    stride = 1
+    while stride < 128:                        # up-sweep
+        j = (tid + 1) * stride * 2 - 1
+        with t.if_(j < 128):
+            temp[j] = temp[j] + temp[j - stride]
+        t.sync()
+        stride *= 2
+    stride = 32
+    while stride > 0:                          # down-sweep, inclusive
+        j = (tid + 1) * stride * 2 - 1
+        with t.if_(j + stride < 128):
+            temp[j + stride] = temp[j + stride] + temp[j]
+        t.sync()
+        stride //= 2
+    out[i] = temp[tid]
+
+
 BREAKERS = [
     # (puzzle, kernel, choices, the budget's metric, what the message says)
     ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
@@ -720,7 +863,7 @@ BREAKERS = [
     ("stencil", stencil_from_global, {}, "loads_per_element", "global loads of x: 2.99 per element"),
     ("dot", dot_two_barriers_per_step, {}, "barriers", "barriers: 15 per block, the budget is 8"),
     ("dot", dot_by_atomics, {}, "atomic_contention",
-     "atomic contention (lanes of one atomic on one address): 32 lanes"),
+     "atomic contention (lanes of one warp on one address): 32 lanes"),
     ("stencil", stencil_reading_by_atomics, {}, "loads_per_element",
      "global loads of x: 2.99 per element"),
     ("scan_blelloch", scan_exclusive_hillis_steele, {}, "shared_stores_per_element",
@@ -765,6 +908,25 @@ BREAKERS = [
     ("transpose_tiled", transpose_through_a, {}, "input_stores", "global stores to the inputs"),
     ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
+    ("reduce_tree", reduce_by_lanes_taking_turns, {}, "atomic_contention",
+     "atomic contention (lanes of one warp on one address): 32 lanes, the budget is 1"),
+    ("reduce_shuffle", reduce_by_lanes_taking_turns, {}, "atomic_contention", "32 lanes"),
+    ("map", map_read_back_by_atomic, {}, "output_loads",
+     "global loads of the outputs: 64 lane loads, the budget is 0"),
+    ("map", map_read_back_beside_a_statement, {}, "output_loads",
+     "global loads of the outputs: 128 lane loads"),
+    # 14 + 16 + 16 bins x 4 = 108; one thread's 128 values cost about 400
+    ("histogram_shared", histogram_shared_by_one_thread, {}, "busiest_warp",
+     "instructions issued by the busiest warp: 395 instructions, the budget is 108"),
+    # 32 lanes x 2 words apart = 256 B = 8 sectors
+    ("scan_blelloch", scan_blelloch_pairs, {}, "load_sectors",
+     "global loads of x: 8.0 sectors per request, the budget is 4.0"),
+    ("occupancy", occupancy_halo_misaligned, {"block": 256}, "load_sectors",
+     "5.0 sectors per request, the budget is 4.0"),
+    ("grid_stride", grid_stride_reading_twice, {}, "loads_per_element",
+     "global loads of x: 2 per element, the budget is 1"),
+    ("scan_hillis_steele", scan_brent_kung, {}, "barriers",
+     "barriers: 14 per block, the budget is 8"),
 ]
 
 
@@ -802,9 +964,11 @@ def test_busiest_warp_budget_is_the_worked_kernel_s_count():
     from collections import Counter
 
     from gpu_lessons import simt
-    from gpu_lessons.puzzles._core import WORKED_BUSIEST_WARP, spread_budget
+    from gpu_lessons.puzzles._core import SERIAL_ROOM, WORKED_BUSIEST_WARP, spread_budget
 
     assert set(WORKED_BUSIEST_WARP) == set(IDS)
+    # one thread may merge the 16 bins: a load, a test, a branch and an atomic per bin
+    assert SERIAL_ROOM == {"histogram_shared": 16 * 4}
     for p in ALL:
         busiest = 0
         for case in p.cases(0, choices_of(p)):
@@ -813,7 +977,7 @@ def test_busiest_warp_budget_is_the_worked_kernel_s_count():
                 busiest = max(busiest, *Counter((e.block, e.warp) for e in r.events
                                                 if e.kind != "reconverge").values())
         assert WORKED_BUSIEST_WARP[p.id] == busiest, p.id
-        assert spread_budget(p).limit == 2 * busiest + 16
+        assert spread_budget(p).limit == 2 * busiest + 16 + SERIAL_ROOM.get(p.id, 0)
 
 
 def test_feedback_points_at_the_learner_s_line():
@@ -858,6 +1022,36 @@ def guard_missing(t, a, out, n):
     out[i] = a[i] + 10
 
 
+def reduce_warp_synchronous(t, x, out):
+    # the pre-Volta idiom: the last warp's steps with no __syncwarp(), trusting lockstep
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 32:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid < 32):
+        while s > 0:
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+            s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def test_a_warp_synchronous_reduction_without_syncwarp_is_a_race():
+    """Lane 0 reads sdata[16] at s = 16 while lane 16 wrote it at s = 32, nothing between:
+    since Volta a warp's lanes may run apart, so only __syncwarp() orders them.  The same
+    kernel with the read and the write split by t.syncwarp() passes (honest variants)."""
+    f, r = failure("reduce", reduce_warp_synchronous)
+    assert f == "race" and not r.correct and str(RACE_SECTION) in r.message
+    assert "of the same warp" in r.message and "a t.syncwarp() is missing" in r.message
+    assert r.line == reduce_warp_synchronous.__code__.co_firstlineno + 14
+    assert puzzles.evaluate("reduce", honest_reduce_last_warp_syncwarp).passed
+
 def test_hazards_fail_as_not_correct():
     f, r = failure("stencil", stencil_no_halo)
     assert f == "uninitialised" and not r.correct and "nothing was written yet" in r.message
@@ -869,6 +1063,30 @@ def test_hazards_fail_as_not_correct():
     assert "outside its shape" in r.message and "n = 100" in r.message
     assert r.message.endswith(f"— see {ERROR_SECTION}")   # where t.return_if is shown
     assert r.line == guard_missing.__code__.co_firstlineno + 2
+
+
+def reduce_sync_in_branch(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 0:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+            t.sync()                          # only the adding threads arrive
+        s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def test_a_barrier_in_a_branch_points_at_the_lesson_on_barriers():
+    from gpu_lessons.puzzles._core import BARRIER_SECTION
+
+    f, r = failure("reduce", reduce_sync_in_branch)
+    assert f == "error" and not r.correct and "Move the barrier out of the branch" in r.message
+    assert r.message.endswith(f"— see {BARRIER_SECTION}")
+    assert r.line == reduce_sync_in_branch.__code__.co_firstlineno + 9
 
 
 def histogram_shared_plain_merge(t, x, hist, n):
@@ -1400,3 +1618,1653 @@ def test_results_read_well():
     assert repr(p) == "Puzzle('transpose': Transpose without bank conflicts, lesson 04)"
     assert "transpose_kernel(t, a, out, n)" in p._repr_html_()
     assert re.search(r"Budgets:\n  - global loads of a ≤ 4\.0 sectors per request", p.describe())
+
+
+# -- honest variants -------------------------------------------------------------------------------
+# Sound kernels a good learner might write that differ from the worked ones: other index
+# arithmetic, t.if_ instead of t.return_if, values read once into locals, unrolled or counted
+# loops, other tree orders, shuffles, swizzled tiles, online softmax, ...  Each must pass: a
+# budget that rejects one of them is unfair, not strict.  (Kernels a budget rightly rejects —
+# stride-2 loads in the Blelloch scan, a halo tile loaded from a misaligned start — are among the
+# BREAKERS above.)
+
+def honest_map_local(t, a, out):
+    i = t.thread_idx.x
+    v = a[i]
+    out[i] = v + 10
+
+
+def honest_map_warp_lane(t, a, out):
+    i = t.warp * 32 + t.lane
+    out[i] = a[i] + 10
+
+
+def honest_zip_locals(t, a, b, out):
+    i = t.thread_idx.x
+    x = a[i]
+    y = b[i]
+    out[i] = x + y
+
+
+def honest_guard_if(t, a, out, n):
+    i = t.thread_idx.x
+    with t.if_(i < n):
+        out[i] = a[i] + 10
+
+
+def honest_guard_if_local(t, a, out, n):
+    i = t.thread_idx.x
+    with t.if_(i < n):
+        v = a[i]
+        out[i] = v + 10
+
+
+def honest_map_2d_if(t, a, out, n):
+    row = t.thread_idx.y
+    col = t.thread_idx.x
+    with t.if_(row < n):  # noqa: SIM117 (nested guards, as a learner writes them)
+        with t.if_(col < n):
+            k = row * n + col
+            out[k] = a[k] + 10
+
+
+def honest_map_2d_two_returns(t, a, out, n):
+    i = t.thread_idx.y
+    j = t.thread_idx.x
+    t.return_if(i >= n)
+    t.return_if(j >= n)
+    idx = i * n + j
+    out[idx] = a[idx] + 10
+
+
+def honest_broadcast_if(t, a, b, out, n, m):
+    i = t.thread_idx.y
+    j = t.thread_idx.x
+    with t.if_((i < n) & (j < m)):
+        ai = a[i]
+        bj = b[j]
+        out[i * m + j] = ai + bj
+
+
+def honest_blocks_if(t, a, out, n):
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    with t.if_(i < n):
+        out[i] = a[i] + 10
+
+
+def honest_blocks_2d_dims(t, a, out, rows, cols):
+    col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
+    with t.if_((row < rows) & (col < cols)):
+        k = row * cols + col
+        v = a[k]
+        out[k] = v + v
+
+
+def honest_split_work_two_ifs(t, a, b, out_a, out_b, n):
+    g = t.block_idx.x * 128 + t.thread_idx.x
+    with t.if_(g < n):
+        out_a[g] = a[g] * 2
+    with t.if_(g >= n):
+        out_b[g - n] = b[g - n] + 1
+
+
+def honest_split_work_return(t, a, b, out_a, out_b, n):
+    g = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    with t.if_(g >= n):
+        j = g - n
+        out_b[j] = b[j] + 1
+    t.return_if(g >= n)
+    out_a[g] = a[g] * 2
+
+
+def honest_split_work_by_warp(t, a, b, out_a, out_b, n):
+    w = t.block_idx.x * 4 + t.warp           # global warp number
+    half = n // 32                           # warps of job a
+    with t.if_(w < half):
+        i = w * 32 + t.lane
+        out_a[i] = a[i] * 2
+    with t.else_():
+        j = (w - half) * 32 + t.lane
+        out_b[j] = b[j] + 1
+
+
+def honest_stencil_where_halo(t, x, out, n):
+    tile = t.shared(130, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    tile[tid + 1] = x[i]
+    with t.if_(tid == 0):
+        left = t.local(0.0)
+        with t.if_(i > 0):
+            left[...] = x[i - 1]
+        tile[0] = left
+    last = (tid == 127) | (i == n - 1)
+    with t.if_(last):
+        right = t.local(0.0)
+        with t.if_(i + 1 < n):
+            right[...] = x[i + 1]
+        tile[tid + 2] = right
+    t.sync()
+    out[i] = tile[tid] + tile[tid + 1] + tile[tid + 2]
+
+
+def honest_stencil_no_return(t, x, out, n):
+    # no early return: the partial block's spare threads store 0s and skip the output
+    tile = t.shared(130, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * 128
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 1] = x[i]
+    with t.else_():
+        tile[tid + 1] = 0.0
+    with t.if_(tid == 0):
+        with t.if_(start > 0):
+            tile[0] = x[start - 1]
+        with t.else_():
+            tile[0] = 0.0
+    with t.if_(tid == 1):
+        with t.if_(start + 128 < n):
+            tile[129] = x[start + 128]
+        with t.else_():
+            tile[129] = 0.0
+    t.sync()
+    with t.if_(i < n):
+        out[i] = tile[tid] + tile[tid + 1] + tile[tid + 2]
+
+
+def honest_stencil_in_registers_then_shared(t, x, out, n):
+    tile = t.shared(130, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    mid = x[i]
+    tile[tid + 1] = mid
+    with t.if_(tid == 0):
+        tile[0] = 0.0
+        with t.if_(i > 0):
+            tile[0] = x[i - 1]
+    with t.if_((tid == 127) | (i == n - 1)):
+        tile[tid + 2] = 0.0
+        with t.if_(i + 1 < n):
+            tile[tid + 2] = x[i + 1]
+    t.sync()
+    out[i] = tile[tid] + mid + tile[tid + 2]
+
+
+def honest_dot_interleaved(t, a, b, out):
+    cache = t.shared(t.block_dim.x, np.float32)
+    tid = t.thread_idx.x
+    cache[tid] = a[tid] * b[tid]
+    t.sync()
+    s = 1
+    while s < t.block_dim.x:
+        with t.if_(tid % (2 * s) == 0):
+            cache[tid] = cache[tid] + cache[tid + s]
+        t.sync()
+        s *= 2
+    with t.if_(tid == 0):
+        out[0] = cache[0]
+
+
+def honest_dot_shuffle(t, a, b, out):
+    totals = t.shared(32, np.float32)
+    tid = t.thread_idx.x
+    v = a[tid] * b[tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    warps = t.block_dim.x // 32
+    with t.if_(t.warp == 0):
+        w = t.local(0.0)
+        with t.if_(tid < warps):
+            w[...] = totals[tid]
+        d = 16
+        while d > 0:
+            w[...] = w + t.shfl_down(w, d)
+            d //= 2
+        with t.if_(tid == 0):
+            out[0] = w
+
+
+def honest_dot_locals(t, a, b, out):
+    cache = t.shared(1024, np.float32)
+    tid = t.thread_idx.x
+    x = a[tid]
+    y = b[tid]
+    cache[tid] = x * y
+    t.sync()
+    s = t.block_dim.x // 2
+    while s > 0:
+        with t.if_(tid < s):
+            cache[tid] += cache[tid + s]
+        t.sync()
+        s = s // 2
+    with t.if_(tid == 0):
+        out[0] = cache[0]
+
+
+def honest_histogram_global_if(t, x, hist, n):
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    with t.if_(i < n):
+        b = x[i]
+        t.atomic_add(hist, b, 1)
+
+
+def honest_histogram_shared_nonzero(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * t.block_dim.x + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid < 16):
+        c = bins[tid]
+        with t.if_(c > 0):                    # skip empty bins
+            t.atomic_add(hist, tid, c)
+
+
+def honest_histogram_shared_return(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        v = x[i]
+        t.atomic_add(bins, v, 1)
+    t.sync()
+    t.return_if(tid >= 16)
+    t.atomic_add(hist, tid, bins[tid])
+
+
+def honest_histogram_shared_thread0_merge(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid == 0):                     # one thread merges the 16 bins
+        for b in range(16):
+            t.atomic_add(hist, b, bins[b])
+
+
+def honest_aos_to_soa_loop(t, aos, x, y, z, n):
+    tile = t.shared(384, np.float32)
+    tid = t.thread_idx.x
+    first = t.block_idx.x * 384
+    j = t.local(tid)
+    for _ in t.while_(lambda: j < 384):
+        with t.if_(first + j < 3 * n):
+            tile[j] = aos[first + j]
+        j[...] = j + 128
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        x[i] = tile[3 * tid]
+        y[i] = tile[3 * tid + 1]
+        z[i] = tile[3 * tid + 2]
+
+
+def honest_aos_to_soa_2d_tile(t, aos, x, y, z, n):
+    tile = t.shared((128, 3), np.float32)
+    tid = t.thread_idx.x
+    first = t.block_idx.x * 384
+    for k in range(3):
+        j = k * 128 + tid
+        with t.if_(first + j < 3 * n):
+            tile[j // 3, j % 3] = aos[first + j]
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    x[i] = tile[tid, 0]
+    y[i] = tile[tid, 1]
+    z[i] = tile[tid, 2]
+
+
+def honest_aos_to_soa_soa_tiles(t, aos, x, y, z, n):
+    # scatter into three field tiles while loading, read them back unit-stride
+    sx = t.shared(128, np.float32)
+    sy = t.shared(128, np.float32)
+    sz = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    first = t.block_idx.x * 384
+    for k in range(3):
+        j = k * 128 + tid
+        with t.if_(first + j < 3 * n):
+            v = aos[first + j]
+            f = j % 3
+            with t.if_(f == 0):
+                sx[j // 3] = v
+            with t.if_(f == 1):
+                sy[j // 3] = v
+            with t.if_(f == 2):
+                sz[j // 3] = v
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    t.return_if(i >= n)
+    x[i] = sx[tid]
+    y[i] = sy[tid]
+    z[i] = sz[tid]
+
+
+def honest_transpose_naive_dims(t, a, out, n):
+    row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
+    col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if((row >= n) | (col >= n))
+    v = a[row * n + col]
+    out[col * n + row] = v
+
+
+def honest_transpose_tiled_locals(t, a, out, n):
+    tile = t.shared((32, 32), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    bx = t.block_idx.x * 32
+    by = t.block_idx.y * 32
+    tile[ty, tx] = a[(by + ty) * n + bx + tx]
+    t.sync()
+    v = tile[tx, ty]
+    out[(bx + ty) * n + by + tx] = v
+
+
+def honest_transpose_swizzle(t, a, out, n):
+    tile = t.shared((32, 32), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    tile[ty, tx ^ ty] = a[(t.block_idx.y * 32 + ty) * n + t.block_idx.x * 32 + tx]
+    t.sync()
+    out[(t.block_idx.x * 32 + ty) * n + t.block_idx.y * 32 + tx] = tile[tx, ty ^ tx]
+
+
+def honest_transpose_flat_padded(t, a, out, n):
+    tile = t.shared(32 * 33, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    tile[ty * 33 + tx] = a[(t.block_idx.y * 32 + ty) * n + t.block_idx.x * 32 + tx]
+    t.sync()
+    out[(t.block_idx.x * 32 + ty) * n + t.block_idx.y * 32 + tx] = tile[tx * 33 + ty]
+
+
+def honest_matmul_naive_if_local(t, a, b, c, n):
+    row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
+    col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    with t.if_((row < n) & (col < n)):
+        acc = t.local(0.0)
+        for k in range(n):
+            acc[...] = acc + a[row * n + k] * b[k * n + col]
+        c[row * n + col] = acc
+
+
+def honest_matmul_naive_two_locals(t, a, b, c, n):
+    row = t.block_idx.y * 16 + t.thread_idx.y
+    col = t.block_idx.x * 16 + t.thread_idx.x
+    t.return_if(row >= n)
+    t.return_if(col >= n)
+    acc = 0.0
+    for k in range(n):
+        x = a[row * n + k]
+        y = b[k * n + col]
+        acc = acc + x * y
+    c[row * n + col] = acc
+
+
+def honest_matmul_tiled_while(t, a, b, c, n):
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = t.local(0.0)
+    tiles = n // 16
+    for m in range(tiles):
+        sa[ty, tx] = a[row * n + m * 16 + tx]
+        sb[ty, tx] = b[(m * 16 + ty) * n + col]
+        t.sync()
+        for k in range(0, 16, 4):               # unrolled by 4
+            acc[...] = acc + sa[ty, k] * sb[k, tx]
+            acc[...] = acc + sa[ty, k + 1] * sb[k + 1, tx]
+            acc[...] = acc + sa[ty, k + 2] * sb[k + 2, tx]
+            acc[...] = acc + sa[ty, k + 3] * sb[k + 3, tx]
+        t.sync()
+    c[row * n + col] = acc
+
+
+def honest_matmul_tiled_flat(t, a, b, c, n):
+    sa = t.shared(256, np.float32)
+    sb = t.shared(256, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * t.block_dim.y + ty
+    col = t.block_idx.x * t.block_dim.x + tx
+    acc = 0.0
+    k0 = 0
+    while k0 < n:
+        sa[ty * 16 + tx] = a[row * n + (k0 + tx)]
+        sb[ty * 16 + tx] = b[(k0 + ty) * n + col]
+        t.sync()
+        for k in range(16):
+            acc += sa[ty * 16 + k] * sb[k * 16 + tx]
+        t.sync()
+        k0 += 16
+    c[row * n + col] = acc
+
+
+def honest_ilp_warp_chunks(t, x, out, n):
+    # each warp owns 128 consecutive elements: lane, lane + 32, lane + 64, lane + 96
+    i = t.block_idx.x * 512 + t.warp * 128 + t.lane
+    x0 = x[i]
+    x1 = x[i + 32]
+    x2 = x[i + 64]
+    x3 = x[i + 96]
+    out[i] = x0 * 2 + 1
+    out[i + 32] = x1 * 2 + 1
+    out[i + 64] = x2 * 2 + 1
+    out[i + 96] = x3 * 2 + 1
+
+
+def honest_ilp_compute_then_store(t, x, out, n):
+    i = t.block_idx.x * 512 + t.thread_idx.x
+    x0 = x[i]
+    x1 = x[i + 128]
+    x2 = x[i + 256]
+    x3 = x[i + 384]
+    y0 = x0 * 2 + 1
+    y1 = x1 * 2 + 1
+    y2 = x2 * 2 + 1
+    y3 = x3 * 2 + 1
+    out[i] = y0
+    out[i + 128] = y1
+    out[i + 256] = y2
+    out[i + 384] = y3
+
+
+def honest_occupancy_ends(t, x, out, n):
+    # left halo from the first 4 threads, right halo from the last 4
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size
+    i = start + tid
+    v = t.local(0.0)
+    with t.if_(i < n):
+        v[...] = x[i]
+    tile[tid + 4] = v
+    with t.if_(tid < 4):
+        g = start - 4 + tid
+        h = t.local(0.0)
+        with t.if_(g >= 0):
+            h[...] = x[g]
+        tile[tid] = h
+    with t.if_(tid >= size - 4):
+        g = i + 4
+        h = t.local(0.0)
+        with t.if_(g < n):
+            h[...] = x[g]
+        tile[tid + 8] = h
+    t.sync()
+    t.return_if(i >= n)
+    acc = t.local(0.0)
+    for k in range(9):
+        acc[...] = acc + tile[tid + k]
+    out[i] = acc
+
+
+def honest_reduce_tree_sequential(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    for step in range(8):
+        s = 128 >> step
+        with t.if_(tid < s):
+            sdata[tid] += sdata[tid + s]
+        t.sync()
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def honest_reduce_tree_unrolled(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    with t.if_(tid < 128):
+        sdata[tid] += sdata[tid + 128]
+    t.sync()
+    with t.if_(tid < 64):
+        sdata[tid] += sdata[tid + 64]
+    t.sync()
+    with t.if_(tid < 32):
+        sdata[tid] += sdata[tid + 32]
+    t.sync()
+    with t.if_(tid < 16):
+        sdata[tid] += sdata[tid + 16]
+    t.sync()
+    with t.if_(tid < 8):
+        sdata[tid] += sdata[tid + 8]
+    t.sync()
+    with t.if_(tid < 4):
+        sdata[tid] += sdata[tid + 4]
+    t.sync()
+    with t.if_(tid < 2):
+        sdata[tid] += sdata[tid + 2]
+    t.sync()
+    with t.if_(tid < 1):
+        sdata[tid] += sdata[tid + 1]
+    t.sync()
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def honest_reduce_last_warp_syncwarp(t, x, out):
+    # barriers while more than one warp adds, then warp 0 alone with __syncwarp
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 32:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid < 32):
+        while s > 0:
+            v = sdata[tid] + sdata[tid + s]
+            t.syncwarp()
+            sdata[tid] = v
+            t.syncwarp()
+            s //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = sdata[0]
+
+
+def honest_reduce_last_warp_shuffle(t, x, out):
+    sdata = t.shared(256, np.float32)
+    tid = t.thread_idx.x
+    sdata[tid] = x[t.block_idx.x * 256 + tid]
+    t.sync()
+    s = 128
+    while s > 16:
+        with t.if_(tid < s):
+            sdata[tid] = sdata[tid] + sdata[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(t.warp == 0):
+        v = sdata[tid]
+        d = 16
+        while d > 0:
+            v = v + t.shfl_down(v, d)
+            d //= 2
+        with t.if_(tid == 0):
+            out[t.block_idx.x] = v
+
+
+def honest_reduce_shuffle_all_warps_finish(t, x, out):
+    totals = t.shared(8, np.float32)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v += t.shfl_down(v, d)
+        d = d // 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(tid < 32):
+        w = t.local(0.0)
+        with t.if_(tid < 8):
+            w[...] = totals[tid]
+        w[...] = w + t.shfl_down(w, 4)
+        w[...] = w + t.shfl_down(w, 2)
+        w[...] = w + t.shfl_down(w, 1)
+        with t.if_(tid == 0):
+            out[t.block_idx.x] = w
+
+
+def honest_scan_hs_where(t, x, out):
+    buf = t.shared((2, 128), np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    buf[0, tid] = x[i]
+    t.sync()
+    src = 0
+    for d in range(7):
+        offset = 1 << d
+        dst = 1 - src
+        j = t.where(tid >= offset, tid - offset, tid)
+        add = t.where(tid >= offset, buf[src, j], 0.0)
+        buf[dst, tid] = buf[src, tid] + add
+        t.sync()
+        src = dst
+    out[i] = buf[src, tid]
+
+
+def honest_scan_hs_two_arrays(t, x, out):
+    a = t.shared(128, np.float32)
+    b = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    a[tid] = x[i]
+    t.sync()
+    # 7 steps, alternating a -> b, b -> a; unrolled in pairs with a last odd step
+    offset = 1
+    while offset < 64:
+        with t.if_(tid >= offset):
+            b[tid] = a[tid] + a[tid - offset]
+        with t.else_():
+            b[tid] = a[tid]
+        t.sync()
+        offset *= 2
+        with t.if_(tid >= offset):
+            a[tid] = b[tid] + b[tid - offset]
+        with t.else_():
+            a[tid] = b[tid]
+        t.sync()
+        offset *= 2
+    with t.if_(tid >= 64):
+        b[tid] = a[tid] + a[tid - 64]
+    with t.else_():
+        b[tid] = a[tid]
+    t.sync()
+    out[i] = b[tid]
+
+
+def honest_scan_warp_shuffle(t, x, out):
+    sums = t.shared(4, np.float32)
+    tid = t.thread_idx.x
+    i = t.block_idx.x * 128 + tid
+    v = x[i]
+    d = 1
+    while d < 32:                               # scan within the warp
+        up = t.shfl_up(v, d)
+        v = v + t.where(t.lane >= d, up, 0.0)
+        d *= 2
+    with t.if_(t.lane == 31):
+        sums[t.warp] = v
+    t.sync()
+    before = t.local(0.0)
+    for w in range(3):
+        with t.if_(t.warp > w):
+            before[...] = before + sums[w]
+    out[i] = v + before
+
+
+def honest_scan_blelloch_for(t, x, out):
+    temp = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    temp[tid] = x[base + tid]
+    temp[tid + 64] = x[base + tid + 64]
+    t.sync()
+    for level in range(7):                      # up-sweep
+        stride = 1 << level
+        with t.if_(tid < (64 >> level)):
+            bi = (2 * tid + 2) * stride - 1
+            temp[bi] += temp[bi - stride]
+        t.sync()
+    with t.if_(tid == 0):
+        temp[127] = 0.0
+    t.sync()
+    for level in range(6, -1, -1):              # down-sweep
+        stride = 1 << level
+        with t.if_(tid < (64 >> level)):
+            bi = (2 * tid + 2) * stride - 1
+            ai = bi - stride
+            left = temp[ai]
+            temp[ai] = temp[bi]
+            temp[bi] = temp[bi] + left
+        t.sync()
+    out[base + tid] = temp[tid]
+    out[base + tid + 64] = temp[tid + 64]
+
+
+def honest_reduce_shuffle_xor(t, x, out):
+    totals = t.shared(8, np.float32)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    m = 16
+    while m > 0:                              # butterfly: every lane ends with the sum
+        v = v + t.shfl_xor(v, m)
+        m //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(t.warp == 0):
+        w = t.where(t.lane < 8, totals[t.lane % 8], 0.0)
+        m = 4
+        while m > 0:
+            w = w + t.shfl_xor(w, m)
+            m //= 2
+        with t.if_(t.lane == 0):
+            out[t.block_idx.x] = w
+
+
+def honest_matmul_register_flat_loads(t, a, b, c, n):
+    sa = t.shared((16, 17), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    flat = ty * 8 + tx                        # 0..63: four passes cover a 16 x 16 tile
+    row0 = t.block_idx.y * 16
+    col0 = t.block_idx.x * 16
+    c00 = t.local(0.0)
+    c01 = t.local(0.0)
+    c10 = t.local(0.0)
+    c11 = t.local(0.0)
+    for k0 in range(0, n, 16):
+        for q in range(4):
+            e = flat + 64 * q
+            r = e // 16
+            s = e % 16
+            sa[r, s] = a[(row0 + r) * n + k0 + s]
+            sb[r, s] = b[(k0 + r) * n + col0 + s]
+        t.sync()
+        for k in range(16):
+            a0 = sa[ty, k]
+            a1 = sa[ty + 8, k]
+            b0 = sb[k, tx]
+            b1 = sb[k, tx + 8]
+            c00[...] = c00 + a0 * b0
+            c01[...] = c01 + a0 * b1
+            c10[...] = c10 + a1 * b0
+            c11[...] = c11 + a1 * b1
+        t.sync()
+    row = row0 + ty
+    col = col0 + tx
+    c[row * n + col] = c00
+    c[row * n + col + 8] = c01
+    c[(row + 8) * n + col] = c10
+    c[(row + 8) * n + col + 8] = c11
+
+
+def honest_matmul_register_unpadded(t, a, b, c, n):
+    # no padding: the statement has no bank-conflict budget here
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc00 = 0.0
+    acc01 = 0.0
+    acc10 = 0.0
+    acc11 = 0.0
+    k0 = 0
+    while k0 < n:
+        sa[ty, tx] = a[row * n + k0 + tx]
+        sa[ty, tx + 8] = a[row * n + k0 + tx + 8]
+        sa[ty + 8, tx] = a[(row + 8) * n + k0 + tx]
+        sa[ty + 8, tx + 8] = a[(row + 8) * n + k0 + tx + 8]
+        sb[ty, tx] = b[(k0 + ty) * n + col]
+        sb[ty, tx + 8] = b[(k0 + ty) * n + col + 8]
+        sb[ty + 8, tx] = b[(k0 + ty + 8) * n + col]
+        sb[ty + 8, tx + 8] = b[(k0 + ty + 8) * n + col + 8]
+        t.sync()
+        for k in range(16):
+            a0 = sa[ty, k]
+            a1 = sa[ty + 8, k]
+            b0 = sb[k, tx]
+            b1 = sb[k, tx + 8]
+            acc00 += a0 * b0
+            acc01 += a0 * b1
+            acc10 += a1 * b0
+            acc11 += a1 * b1
+        t.sync()
+        k0 += 16
+    c[row * n + col] = acc00
+    c[row * n + col + 8] = acc01
+    c[(row + 8) * n + col] = acc10
+    c[(row + 8) * n + col + 8] = acc11
+
+
+def honest_grid_stride_counted(t, x, out, n):
+    start = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    stride = t.grid_dim.x * t.block_dim.x
+    for k in range((n + stride - 1) // stride):
+        i = start + k * stride
+        with t.if_(i < n):
+            out[i] = x[i] * 2 + 1
+
+
+def honest_grid_stride_while_local(t, x, out, n):
+    i = t.local(t.block_idx.x * 64 + t.thread_idx.x)
+    for _ in t.while_(lambda: i < n):
+        v = x[i]
+        out[i] = v + v + 1
+        i[...] = i + 256
+
+
+def honest_segmented_sum_shuffle(t, x, offsets, out):
+    totals = t.shared(4, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    start = offsets[seg]
+    end = offsets[seg + 1]
+    acc = t.local(0.0)
+    i = t.local(start + tid)
+    for _ in t.while_(lambda: i < end):
+        acc[...] = acc + x[i]
+        i[...] = i + 128
+    v = acc + 0.0
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    with t.if_(tid == 0):
+        out[seg] = totals[0] + totals[1] + totals[2] + totals[3]
+
+
+def honest_segmented_sum_aligned(t, x, offsets, out):
+    # start each pass on a 32-element boundary, so a warp's loads are aligned
+    part = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    start = offsets[seg]
+    end = offsets[seg + 1]
+    acc = t.local(0.0)
+    i = t.local(start - start % 32 + tid)
+    for _ in t.while_(lambda: i < end):
+        with t.if_(i >= start):
+            acc[...] = acc + x[i]
+        i[...] = i + 128
+    part[tid] = acc
+    t.sync()
+    s = 64
+    while s > 0:
+        with t.if_(tid < s):
+            part[tid] += part[tid + s]
+        t.sync()
+        s //= 2
+    with t.if_(tid == 0):
+        out[seg] = part[0]
+
+
+def honest_segmented_sum_counted(t, x, offsets, out):
+    # the lane loop as a while over a per-lane count
+    part = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    start = offsets[seg]
+    length = offsets[seg + 1] - start
+    acc = t.local(0.0)
+    k = t.local(tid)
+    for _ in t.while_(lambda: k < length):
+        acc[...] = acc + x[start + k]
+        k[...] = k + t.block_dim.x
+    part[tid] = acc
+    t.sync()
+    for step in range(7):
+        s = 64 >> step
+        with t.if_(tid < s):
+            part[tid] = part[tid] + part[tid + s]
+        t.sync()
+    with t.if_(tid == 0):
+        out[seg] = part[0]
+
+
+def honest_softmax_online(t, x, out, cols):
+    # one pass keeps a running max and a sum rescaled to it; then one combine of (max, sum)
+    row = t.shared(1024, np.float32)
+    rm = t.shared(128, np.float32)
+    rs = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * cols
+    m = t.local(-np.inf)
+    s = t.local(0.0)
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            v = x[base + j]
+            row[j] = v
+            new = np.maximum(m, v)
+            s[...] = s * np.exp(m - new) + np.exp(v - new)
+            m[...] = new
+    rm[tid] = m
+    rs[tid] = s
+    t.sync()
+    h = 64
+    while h > 0:
+        with t.if_(tid < h):
+            m1 = rm[tid]
+            m2 = rm[tid + h]
+            mm = np.maximum(m1, m2)
+            s1 = t.where(m1 == -np.inf, 0.0, rs[tid] * np.exp(m1 - mm))
+            s2 = t.where(m2 == -np.inf, 0.0, rs[tid + h] * np.exp(m2 - mm))
+            rm[tid] = mm
+            rs[tid] = s1 + s2
+        t.sync()
+        h //= 2
+    top = rm[0]
+    scale = 1.0 / rs[0]
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            out[base + j] = np.exp(row[j] - top) * scale
+
+
+def honest_softmax_shuffles(t, x, out, cols):
+    row = t.shared(1024, np.float32)
+    warp_max = t.shared(4, np.float32)
+    warp_sum = t.shared(4, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * cols
+    m = t.local(-np.inf)
+    j = t.local(tid)
+    for _ in t.while_(lambda: j < cols):
+        v = x[base + j]
+        row[j] = v
+        m[...] = np.maximum(m, v)
+        j[...] = j + 128
+    d = 16
+    while d > 0:
+        m[...] = np.maximum(m, t.shfl_xor(m, d))
+        d //= 2
+    with t.if_(t.lane == 0):
+        warp_max[t.warp] = m
+    t.sync()
+    top = np.maximum(np.maximum(warp_max[0], warp_max[1]), np.maximum(warp_max[2], warp_max[3]))
+    total = t.local(0.0)
+    j[...] = tid
+    for _ in t.while_(lambda: j < cols):
+        e = np.exp(row[j] - top)
+        row[j] = e
+        total[...] = total + e
+        j[...] = j + 128
+    d = 16
+    while d > 0:
+        total[...] = total + t.shfl_xor(total, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        warp_sum[t.warp] = total
+    t.sync()
+    scale = 1.0 / (warp_sum[0] + warp_sum[1] + warp_sum[2] + warp_sum[3])
+    j[...] = tid
+    for _ in t.while_(lambda: j < cols):
+        out[base + j] = row[j] * scale
+        j[...] = j + 128
+
+
+def honest_softmax_recompute_exp(t, x, out, cols):
+    # keep x in shared memory and compute exp twice instead of storing it
+    row = t.shared(1024, np.float32)
+    red = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * cols
+    m = t.local(-np.inf)
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            row[j] = x[base + j]
+            m[...] = np.maximum(m, row[j])
+    red[tid] = m
+    t.sync()
+    for step in range(7):
+        s = 64 >> step
+        with t.if_(tid < s):
+            red[tid] = np.maximum(red[tid], red[tid + s])
+        t.sync()
+    top = red[0]
+    t.sync()
+    total = t.local(0.0)
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            total[...] = total + np.exp(row[j] - top)
+    red[tid] = total
+    t.sync()
+    for step in range(7):
+        s = 64 >> step
+        with t.if_(tid < s):
+            red[tid] = red[tid] + red[tid + s]
+        t.sync()
+    total_all = red[0]
+    for j0 in range(0, cols, 128):
+        j = j0 + tid
+        with t.if_(j < cols):
+            out[base + j] = np.exp(row[j] - top) / total_all
+
+
+def honest_softmax_registers(t, x, out, cols):
+    # the 8 values a thread owns stay in registers (cols <= 1024 = 8 x 128)
+    red = t.shared(128, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * cols
+    v0 = t.local(-np.inf)
+    v1 = t.local(-np.inf)
+    v2 = t.local(-np.inf)
+    v3 = t.local(-np.inf)
+    v4 = t.local(-np.inf)
+    v5 = t.local(-np.inf)
+    v6 = t.local(-np.inf)
+    v7 = t.local(-np.inf)
+    with t.if_(tid < cols):
+        v0[...] = x[base + tid]
+    with t.if_(tid + 128 < cols):
+        v1[...] = x[base + tid + 128]
+    with t.if_(tid + 256 < cols):
+        v2[...] = x[base + tid + 256]
+    with t.if_(tid + 384 < cols):
+        v3[...] = x[base + tid + 384]
+    with t.if_(tid + 512 < cols):
+        v4[...] = x[base + tid + 512]
+    with t.if_(tid + 640 < cols):
+        v5[...] = x[base + tid + 640]
+    with t.if_(tid + 768 < cols):
+        v6[...] = x[base + tid + 768]
+    with t.if_(tid + 896 < cols):
+        v7[...] = x[base + tid + 896]
+    m = np.maximum(np.maximum(np.maximum(v0, v1), np.maximum(v2, v3)),
+                   np.maximum(np.maximum(v4, v5), np.maximum(v6, v7)))
+    red[tid] = m
+    t.sync()
+    s = 64
+    while s > 0:
+        with t.if_(tid < s):
+            red[tid] = np.maximum(red[tid], red[tid + s])
+        t.sync()
+        s //= 2
+    top = red[0]
+    t.sync()
+    e0 = np.exp(v0 - top)
+    e1 = np.exp(v1 - top)
+    e2 = np.exp(v2 - top)
+    e3 = np.exp(v3 - top)
+    e4 = np.exp(v4 - top)
+    e5 = np.exp(v5 - top)
+    e6 = np.exp(v6 - top)
+    e7 = np.exp(v7 - top)
+    red[tid] = e0 + e1 + e2 + e3 + e4 + e5 + e6 + e7
+    t.sync()
+    s = 64
+    while s > 0:
+        with t.if_(tid < s):
+            red[tid] = red[tid] + red[tid + s]
+        t.sync()
+        s //= 2
+    scale = 1.0 / red[0]
+    with t.if_(tid < cols):
+        out[base + tid] = e0 * scale
+    with t.if_(tid + 128 < cols):
+        out[base + tid + 128] = e1 * scale
+    with t.if_(tid + 256 < cols):
+        out[base + tid + 256] = e2 * scale
+    with t.if_(tid + 384 < cols):
+        out[base + tid + 384] = e3 * scale
+    with t.if_(tid + 512 < cols):
+        out[base + tid + 512] = e4 * scale
+    with t.if_(tid + 640 < cols):
+        out[base + tid + 640] = e5 * scale
+    with t.if_(tid + 768 < cols):
+        out[base + tid + 768] = e6 * scale
+    with t.if_(tid + 896 < cols):
+        out[base + tid + 896] = e7 * scale
+
+
+def honest_dot_warp_atomics(t, a, b, out):
+    tid = t.thread_idx.x
+    v = a[tid] * b[tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(tid == 0):
+        out[0] = 0.0
+    t.sync()
+    with t.if_(t.lane == 0):
+        t.atomic_add(out, 0, v)
+
+
+def honest_segmented_sum_warp_atomics(t, x, offsets, out):
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    end = offsets[seg + 1]
+    acc = t.local(0.0)
+    i = t.local(offsets[seg] + tid)
+    for _ in t.while_(lambda: i < end):
+        acc[...] = acc + x[i]
+        i[...] = i + 128
+    v = acc + 0.0
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(tid == 0):
+        out[seg] = 0.0
+    t.sync()
+    with t.if_(t.lane == 0):
+        t.atomic_add(out, seg, v)
+
+
+def honest_reduce_shared_atomic(t, x, out):
+    total = t.shared(1, np.float32)
+    tid = t.thread_idx.x
+    with t.if_(tid == 0):
+        total[0] = 0.0
+    t.sync()
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        t.atomic_add(total, 0, v)
+    t.sync()
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = total[0]
+
+
+def honest_histogram_shared_merge_guarded(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid < 16):
+        bins[tid] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid == 0):
+        for b in range(16):
+            c = bins[b]
+            with t.if_(c != 0):
+                t.atomic_add(hist, b, c)
+
+
+def honest_histogram_shared_serial_zero_and_merge(t, x, hist, n):
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    with t.if_(tid == 0):
+        for b in range(16):
+            bins[b] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(tid == 0):
+        for b in range(16):
+            c = bins[b]
+            with t.if_(c > 0):
+                t.atomic_add(hist, b, c)
+
+
+def honest_occupancy_one_thread_halo(t, x, out, n):
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 4] = x[i]
+    with t.else_():
+        tile[tid + 4] = 0.0
+    with t.if_(tid == 0):
+        for k in range(4):
+            with t.if_(start - 4 + k >= 0):
+                tile[k] = x[start - 4 + k]
+            with t.else_():
+                tile[k] = 0.0
+            with t.if_(start + size + k < n):
+                tile[size + 4 + k] = x[start + size + k]
+            with t.else_():
+                tile[size + 4 + k] = 0.0
+    t.sync()
+    t.return_if(i >= n)
+    acc = t.local(0.0)
+    for k in range(9):
+        acc[...] = acc + tile[tid + k]
+    out[i] = acc
+
+
+def honest_broadcast_flat(t, a, b, out, n, m):
+    k = t.thread_idx.y * 16 + t.thread_idx.x  # consecutive threads, consecutive elements
+    t.return_if(k >= n * m)
+    out[k] = a[k // m] + b[k % m]
+
+
+def honest_blocks_block_dim(t, a, out, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    with t.if_(i < n):
+        v = a[i]
+        out[i] = v + 10
+
+
+def honest_histogram_global_return_local(t, x, hist, n):
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    b = x[i]
+    t.atomic_add(hist, b, 1)
+
+
+def honest_zip_warp_lane(t, a, b, out):
+    i = 32 * t.warp + t.lane
+    out[i] = b[i] + a[i]
+
+
+def honest_blocks_2d_two_returns(t, a, out, rows, cols):
+    col = t.block_idx.x * 16 + t.thread_idx.x
+    row = t.block_idx.y * 16 + t.thread_idx.y
+    t.return_if(col >= cols)
+    t.return_if(row >= rows)
+    k = row * cols + col
+    out[k] = 2 * a[k]
+
+
+def honest_transpose_naive_if(t, a, out, n):
+    i = t.block_idx.y * 32 + t.thread_idx.y
+    j = t.block_idx.x * 32 + t.thread_idx.x
+    with t.if_((i < n) & (j < n)):
+        v = a[i * n + j]
+        out[j * n + i] = v
+
+
+def honest_scan_blelloch_padded(t, x, out):
+    # GPU Gems 3, Example 39-2: one spare word every 32 keeps the tree's accesses off one bank
+    temp = t.shared(132, np.float32)
+    tid = t.thread_idx.x
+    base = t.block_idx.x * 128
+    ai0 = tid
+    bi0 = tid + 64
+    temp[ai0 + ai0 // 32] = x[base + ai0]
+    temp[bi0 + bi0 // 32] = x[base + bi0]
+    offset = 1
+    d = 64
+    while d > 0:
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            ai = ai + ai // 32
+            bi = bi + bi // 32
+            temp[bi] = temp[bi] + temp[ai]
+        offset *= 2
+        d //= 2
+    with t.if_(tid == 0):
+        temp[127 + 127 // 32] = 0.0
+    d = 1
+    while d < 128:
+        offset //= 2
+        t.sync()
+        with t.if_(tid < d):
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            ai = ai + ai // 32
+            bi = bi + bi // 32
+            left = temp[ai]
+            temp[ai] = temp[bi]
+            temp[bi] = temp[bi] + left
+        d *= 2
+    t.sync()
+    out[base + ai0] = temp[ai0 + ai0 // 32]
+    out[base + bi0] = temp[bi0 + bi0 // 32]
+
+
+def honest_occupancy_halo_by_eight(t, x, out, n):
+    size = t.block_dim.x
+    tile = t.shared(size + 8, np.float32)
+    tid = t.thread_idx.x
+    start = t.block_idx.x * size
+    i = start + tid
+    with t.if_(i < n):
+        tile[tid + 4] = x[i]
+    with t.else_():
+        tile[tid + 4] = 0.0
+    with t.if_(tid < 8):          # 8 threads fetch the halo: 4 left, 4 right
+        g = t.where(tid < 4, start - 4 + tid, start + size + tid - 4)
+        s = t.where(tid < 4, tid, size + tid)
+        with t.if_((g >= 0) & (g < n)):
+            tile[s] = x[g]
+        with t.else_():
+            tile[s] = 0.0
+    t.sync()
+    t.return_if(i >= n)
+    acc = t.local(0.0)
+    for k in range(9):
+        acc[...] = acc + tile[tid + k]
+    out[i] = acc
+
+
+def honest_reduce_warp_atomics(t, x, out):
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = 0.0
+    t.sync()
+    with t.if_(t.lane == 0):
+        t.atomic_add(out, t.block_idx.x, v)
+
+
+def honest_matmul_tiled_flat_local(t, a, b, c, n):
+    sa = t.shared(256, np.float32)
+    sb = t.shared(256, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = t.local(0.0)
+    for m in range(n // 16):
+        sa[ty * 16 + tx] = a[row * n + m * 16 + tx]
+        sb[ty * 16 + tx] = b[(m * 16 + ty) * n + col]
+        t.sync()
+        for k in range(16):
+            acc[...] = acc + sa[ty * 16 + k] * sb[k * 16 + tx]
+        t.sync()
+    c[row * n + col] = acc
+
+
+def honest_matmul_tiled_guarded(t, a, b, c, n):
+    # guards as for any n (n is a multiple of 16 here, so they never skip)
+    sa = t.shared((16, 16), np.float32)
+    sb = t.shared((16, 16), np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    acc = t.local(0.0)
+    for k0 in range(0, n, 16):
+        with t.if_((row < n) & (k0 + tx < n)):
+            sa[ty, tx] = a[row * n + k0 + tx]
+        with t.else_():
+            sa[ty, tx] = 0.0
+        with t.if_((col < n) & (k0 + ty < n)):
+            sb[ty, tx] = b[(k0 + ty) * n + col]
+        with t.else_():
+            sb[ty, tx] = 0.0
+        t.sync()
+        for k in range(16):
+            acc[...] = acc + sa[ty, k] * sb[k, tx]
+        t.sync()
+    with t.if_((row < n) & (col < n)):
+        c[row * n + col] = acc
+
+
+def honest_matmul_naive_flat_idx(t, a, b, c, n):
+    row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
+    col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    with t.if_((row < n) & (col < n)):
+        acc = t.local(0.0)
+        ia = t.local(row * n)
+        ib = t.local(col)
+        for _k in range(n):
+            acc[...] = acc + a[ia] * b[ib]
+            ia[...] = ia + 1
+            ib[...] = ib + n
+        c[row * n + col] = acc
+
+
+def honest_matmul_register_flat_idx(t, a, b, c, n):
+    sa = t.shared(16 * 17, np.float32)
+    sb = t.shared(256, np.float32)
+    tx = t.thread_idx.x
+    ty = t.thread_idx.y
+    row = t.block_idx.y * 16 + ty
+    col = t.block_idx.x * 16 + tx
+    c00 = t.local(0.0)
+    c01 = t.local(0.0)
+    c10 = t.local(0.0)
+    c11 = t.local(0.0)
+    for k0 in range(0, n, 16):
+        for di in range(0, 16, 8):
+            for dj in range(0, 16, 8):
+                sa[(ty + di) * 17 + tx + dj] = a[(row + di) * n + k0 + tx + dj]
+                sb[(ty + di) * 16 + tx + dj] = b[(k0 + ty + di) * n + col + dj]
+        t.sync()
+        for k in range(16):
+            a0 = sa[ty * 17 + k]
+            a1 = sa[(ty + 8) * 17 + k]
+            b0 = sb[k * 16 + tx]
+            b1 = sb[k * 16 + tx + 8]
+            c00[...] = c00 + a0 * b0
+            c01[...] = c01 + a0 * b1
+            c10[...] = c10 + a1 * b0
+            c11[...] = c11 + a1 * b1
+        t.sync()
+    c[row * n + col] = c00
+    c[row * n + col + 8] = c01
+    c[(row + 8) * n + col] = c10
+    c[(row + 8) * n + col + 8] = c11
+
+
+def honest_segmented_sum_chunk_atomics(t, x, offsets, out):
+    # each warp sums 32 values at a time with shuffles; lane 0 adds each chunk's total
+    total = t.shared(1, np.float32)
+    tid = t.thread_idx.x
+    seg = t.block_idx.x
+    start = offsets[seg]
+    end = offsets[seg + 1]
+    with t.if_(tid == 0):
+        total[0] = 0.0
+    t.sync()
+    k = t.local(start + t.warp * 32)          # the same in every lane of a warp
+    for _ in t.while_(lambda: k < end):
+        i = k + t.lane
+        v = t.local(0.0)
+        with t.if_(i < end):
+            v[...] = x[i]
+        d = 16
+        while d > 0:
+            v[...] = v + t.shfl_down(v, d)
+            d //= 2
+        with t.if_(t.lane == 0):
+            t.atomic_add(total, 0, v)
+        k[...] = k + 128
+    t.sync()
+    with t.if_(tid == 0):
+        out[seg] = total[0]
+
+
+def honest_histogram_shared_last_warp(t, x, hist, n):
+    # the block's last 16 threads zero and merge the bins, in reverse order
+    bins = t.shared(16, np.int32)
+    tid = t.thread_idx.x
+    b = 127 - tid
+    with t.if_(b < 16):
+        bins[b] = 0
+    t.sync()
+    i = t.block_idx.x * 128 + tid
+    with t.if_(i < n):
+        t.atomic_add(bins, x[i], 1)
+    t.sync()
+    with t.if_(b < 16):
+        t.atomic_add(hist, b, bins[b])
+
+
+def honest_aos_to_soa_shuffles(t, aos, x, y, z, n):
+    # no shared memory: each warp loads its 96 floats as three coalesced rows of 32, then every
+    # lane fetches its struct's three fields from the lanes that hold them
+    first = (t.block_idx.x * 128 + t.warp * 32) * 3
+    lane = t.lane
+    r0 = t.local(0.0)
+    r1 = t.local(0.0)
+    r2 = t.local(0.0)
+    with t.if_(first + lane < 3 * n):
+        r0[...] = aos[first + lane]
+    with t.if_(first + 32 + lane < 3 * n):
+        r1[...] = aos[first + 32 + lane]
+    with t.if_(first + 64 + lane < 3 * n):
+        r2[...] = aos[first + 64 + lane]
+    f0 = 3 * lane                              # this lane's fields: f0, f0 + 1, f0 + 2
+    a0 = t.shfl_idx(r0, f0 % 32)
+    a1 = t.shfl_idx(r1, f0 % 32)
+    a2 = t.shfl_idx(r2, f0 % 32)
+    b0 = t.shfl_idx(r0, (f0 + 1) % 32)
+    b1 = t.shfl_idx(r1, (f0 + 1) % 32)
+    b2 = t.shfl_idx(r2, (f0 + 1) % 32)
+    c0 = t.shfl_idx(r0, (f0 + 2) % 32)
+    c1 = t.shfl_idx(r1, (f0 + 2) % 32)
+    c2 = t.shfl_idx(r2, (f0 + 2) % 32)
+    vx = t.where(f0 < 32, a0, t.where(f0 < 64, a1, a2))
+    vy = t.where(f0 + 1 < 32, b0, t.where(f0 + 1 < 64, b1, b2))
+    vz = t.where(f0 + 2 < 32, c0, t.where(f0 + 2 < 64, c1, c2))
+    i = t.block_idx.x * 128 + t.thread_idx.x
+    t.return_if(i >= n)
+    x[i] = vx
+    y[i] = vy
+    z[i] = vz
+
+
+HONEST_VARIANTS = [
+    # (puzzle, kernel, launch choices)
+    ("map", honest_map_local, {}),
+    ("map", honest_map_warp_lane, {}),
+    ("zip", honest_zip_locals, {}),
+    ("zip", honest_zip_warp_lane, {}),
+    ("guard", honest_guard_if, {}),
+    ("guard", honest_guard_if_local, {}),
+    ("map_2d", honest_map_2d_if, {}),
+    ("map_2d", honest_map_2d_two_returns, {}),
+    ("broadcast", honest_broadcast_if, {}),
+    ("broadcast", honest_broadcast_flat, {}),
+    ("blocks", honest_blocks_if, {}),
+    ("blocks", honest_blocks_block_dim, {}),
+    ("blocks_2d", honest_blocks_2d_dims, {}),
+    ("blocks_2d", honest_blocks_2d_two_returns, {}),
+    ("split_work", honest_split_work_two_ifs, {}),
+    ("split_work", honest_split_work_return, {}),
+    ("split_work", honest_split_work_by_warp, {}),
+    ("stencil", honest_stencil_where_halo, {}),
+    ("stencil", honest_stencil_no_return, {}),
+    ("stencil", honest_stencil_in_registers_then_shared, {}),
+    ("dot", honest_dot_interleaved, {}),
+    ("dot", honest_dot_shuffle, {}),
+    ("dot", honest_dot_locals, {}),
+    # shuffles, then one atomic per warp into the output (once refused as reading it back)
+    ("dot", honest_dot_warp_atomics, {}),
+    ("histogram_global", honest_histogram_global_if, {}),
+    ("histogram_global", honest_histogram_global_return_local, {}),
+    ("histogram_shared", honest_histogram_shared_nonzero, {}),
+    ("histogram_shared", honest_histogram_shared_return, {}),
+    ("histogram_shared", honest_histogram_shared_last_warp, {}),
+    ("histogram_shared", honest_histogram_shared_thread0_merge, {}),
+    # one thread loops over the 16 bins (once over the busiest-warp budget)
+    ("histogram_shared", honest_histogram_shared_merge_guarded, {}),
+    ("histogram_shared", honest_histogram_shared_serial_zero_and_merge, {}),
+    ("aos_to_soa", honest_aos_to_soa_loop, {}),
+    ("aos_to_soa", honest_aos_to_soa_2d_tile, {}),
+    ("aos_to_soa", honest_aos_to_soa_soa_tiles, {}),
+    ("aos_to_soa", honest_aos_to_soa_shuffles, {}),
+    ("transpose_naive", honest_transpose_naive_dims, {}),
+    ("transpose_naive", honest_transpose_naive_if, {}),
+    ("transpose_tiled", honest_transpose_tiled_locals, {}),
+    ("transpose_tiled", honest_transpose_swizzle, {}),
+    ("transpose", honest_transpose_swizzle, {}),
+    ("transpose", honest_transpose_flat_padded, {}),
+    ("matmul_naive", honest_matmul_naive_flat_idx, {}),
+    ("matmul_naive", honest_matmul_naive_if_local, {}),
+    ("matmul_naive", honest_matmul_naive_two_locals, {}),
+    ("matmul_tiled", honest_matmul_tiled_guarded, {}),
+    ("matmul_tiled", honest_matmul_tiled_flat_local, {}),
+    ("matmul_tiled", honest_matmul_tiled_while, {}),
+    ("matmul_tiled", honest_matmul_tiled_flat, {}),
+    ("ilp", honest_ilp_warp_chunks, {}),
+    ("ilp", honest_ilp_compute_then_store, {}),
+    ("occupancy", honest_occupancy_ends, {"block": 256}),
+    ("occupancy", honest_occupancy_ends, {"block": 512}),
+    ("occupancy", honest_occupancy_ends, {"block": 128}),
+    ("occupancy", honest_occupancy_one_thread_halo, {"block": 384}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 96}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 768}),
+    ("reduce_tree", honest_reduce_tree_sequential, {}),
+    ("reduce_tree", honest_reduce_tree_unrolled, {}),
+    ("reduce_tree", honest_reduce_shared_atomic, {}),
+    ("reduce_warp_uniform", honest_reduce_tree_sequential, {}),
+    ("reduce_warp_uniform", honest_reduce_last_warp_shuffle, {}),
+    ("reduce", honest_reduce_tree_sequential, {}),
+    ("reduce", honest_reduce_tree_unrolled, {}),
+    ("reduce", honest_reduce_last_warp_syncwarp, {}),
+    ("reduce", honest_reduce_last_warp_shuffle, {}),
+    ("reduce", honest_reduce_shared_atomic, {}),
+    ("reduce_shuffle", honest_reduce_shuffle_all_warps_finish, {}),
+    ("reduce_shuffle", honest_reduce_shuffle_xor, {}),
+    # one atomic per warp into out[b] (once refused as reading the output back)
+    ("reduce_shuffle", honest_reduce_warp_atomics, {}),
+    ("scan_hillis_steele", honest_scan_hs_where, {}),
+    ("scan_hillis_steele", honest_scan_hs_two_arrays, {}),
+    ("scan_hillis_steele", honest_scan_warp_shuffle, {}),
+    ("scan_blelloch", honest_scan_blelloch_for, {}),
+    ("scan_blelloch", honest_scan_blelloch_padded, {}),
+    ("matmul_register", honest_matmul_register_flat_idx, {}),
+    ("matmul_register", honest_matmul_register_flat_loads, {}),
+    ("matmul_register", honest_matmul_register_unpadded, {}),
+    ("grid_stride", honest_grid_stride_counted, {}),
+    ("grid_stride", honest_grid_stride_while_local, {}),
+    ("segmented_sum", honest_segmented_sum_shuffle, {}),
+    ("segmented_sum", honest_segmented_sum_aligned, {}),
+    ("segmented_sum", honest_segmented_sum_counted, {}),
+    # one atomic per warp into out[seg] (once refused as reading the output back)
+    ("segmented_sum", honest_segmented_sum_warp_atomics, {}),
+    # lane 0 adds each 32-value chunk's total: one lane, several updates
+    ("segmented_sum", honest_segmented_sum_chunk_atomics, {}),
+    ("softmax", honest_softmax_online, {}),
+    ("softmax", honest_softmax_shuffles, {}),
+    ("softmax", honest_softmax_recompute_exp, {}),
+    ("softmax", honest_softmax_registers, {}),
+]
+
+
+@pytest.mark.parametrize("pid, kernel, choices", HONEST_VARIANTS,
+                         ids=[f"{v[0]}-{v[1].__name__[len('honest_'):]}" for v in HONEST_VARIANTS])
+def test_an_honest_variant_passes(pid, kernel, choices):
+    r = puzzles.evaluate(pid, kernel, **choices)
+    assert r.passed, r.message
+
+
+def test_every_puzzle_has_honest_variants():
+    assert {v[0] for v in HONEST_VARIANTS} == set(IDS)
+
+
+def test_an_atomic_whose_old_value_is_unused_only_writes():
+    """An atomic standing alone as a statement drops the old value (CUDA emits a `red`, which
+    returns nothing), so it is no read of an output; one whose value is assigned is, and so is
+    any line that holds one."""
+    from gpu_lessons.puzzles import _kernel
+
+    src = ("def k(t, a, out):\n"
+           "    t.atomic_add(out, 0, 1.0)\n"                                   # 2: write only
+           "    v = t.atomic_add(out, 1, 0.0)\n"                               # 3: read
+           "    t.atomic_add(out, 2, 1.0); w = t.atomic_add(out, 3, 0.0)\n"    # 4: read
+           "    with t.if_(v > 0):\n"
+           "        t.atomic_max(\n"                                           # 6, 7: write only
+           "            out, 4, w)\n"
+           "    old = t.atomic_add(out, 5, 1.0)\n")                          # 8: never read
+    assert _kernel.unread_atomic_lines(src) == {2, 6, 7, 8}
+    assert _kernel.unread_atomic_lines("not a kernel") == frozenset()
+    # the grader's path: the kernel as a cell's text, lines counted from the cell's top
+    cell = "BLOCK = 1\n\n" + inspect.getsource(honest_dot_warp_atomics)
+    assert puzzles.evaluate("dot", cell.replace("honest_dot_warp_atomics", "dot_kernel")).passed
+
+
+def test_one_sector_over_a_coalescing_budget_says_misaligned():
+    r = puzzles.evaluate("occupancy", occupancy_halo_misaligned, block=256)
+    assert "start off a 32-byte boundary" in r.message and "\n" not in r.message
+    assert "boundary" not in puzzles.evaluate("transpose", transpose_naive).message
+
+
+def test_too_many_loads_per_element_says_what_to_do():
+    r = puzzles.evaluate("grid_stride", grid_stride_reading_twice)
+    assert "keep a value needed again in a local" in r.message and "\n" not in r.message
+    assert f"line {r.line}" in r.message

@@ -163,10 +163,16 @@ def test_reductions_sum_like_numpy(name, log_block, blocks, seed):
 def test_missing_sync_is_reported_as_a_race():
     # After the first barrier nothing separates the steps.  s=128: warps 0-3 write sdata[0..127];
     # s=64: warps 0,1 read sdata[64..127], written by warps 2,3 in the same phase;
-    # s=32: warp 0 reads sdata[32..63], written by warp 1.  Steps s <= 16 stay inside warp 0.
+    # s=32: warp 0 reads sdata[32..63], written by warp 1.  Steps s <= 16 stay inside warp 0,
+    # where lanes race too: s=1 has lane 0 read sdata[1], which lane 1 wrote at s=128 (each
+    # lane tid writes sdata[tid]), with no t.syncwarp() between - the first such word.
     r = K.simulate("reduce_missing_sync").sim
-    racy = {race.index[0] for race in r.races}
+    racy = {race.index[0] for race in r.races if not race.within_warp}
     assert racy == set(range(32, 128))
+    (lanes,) = [race for race in r.races if race.within_warp]
+    assert (lanes.index, lanes.writer_warp, lanes.other_warp, lanes.writer_lane,
+            lanes.other_lane, lanes.other_access) == ((1,), 0, 0, 1, 0, "read")
+    assert "lane 1 of warp 0 writes it" in str(lanes) and lanes.missing == "t.syncwarp()"
     race = next(x for x in r.races if x.index == (64,))
     assert (race.array, race.writer_warp, race.other_warp, race.other_access, race.phase) == \
         ("sdata", 2, 0, "read", 1)

@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .._format import binary_bytes
+
 BWRAP = "/usr/bin/bwrap"
 #: The sandbox's work folder (and HOME) inside it.
 WORK = "/sandbox"
@@ -510,14 +512,14 @@ class _Reader:
     def _take(self, data: bytes) -> None:
         self._total += len(data)
         if self._total > self.max_total:
-            self.overflow = self.overflow or f"more than {_size(self.max_total)} of results"
+            self.overflow = self.overflow or f"more than {binary_bytes(self.max_total, 'g')} of results"
             return
         self._buf += data
         while True:
             end = self._buf.find(b"\n")
             if end < 0:
                 if len(self._buf) > self.max_line:
-                    self.overflow = self.overflow or f"a result line over {_size(self.max_line)}"
+                    self.overflow = self.overflow or f"a result line over {binary_bytes(self.max_line, 'g')}"
                     self._skipping = True
                     self._buf.clear()
                 return
@@ -527,13 +529,10 @@ class _Reader:
                 self._skipping = False
                 continue
             if len(line) > self.max_line:
-                self.overflow = self.overflow or f"a result line over {_size(self.max_line)}"
+                self.overflow = self.overflow or f"a result line over {binary_bytes(self.max_line, 'g')}"
                 continue
             self.lines.append((time.monotonic() - self.start, line))
 
     def log_tail(self) -> str:
         return bytes(self._log).decode("utf-8", "replace")
 
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 2**10:g} KiB"

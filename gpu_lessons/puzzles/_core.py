@@ -308,8 +308,8 @@ SHUFFLES_READ_ACTIVE_LANES = Budget(
 #: there a contended atomic (``t.atomic_add(out, b, v)`` from every lane) would stand in for
 #: the tree, the tiles or the shuffles the puzzle is about.
 UNCONTENDED_ATOMICS = Budget(
-    "atomic_contention", 1, "lanes that update one address take turns: this puzzle needs no "
-    "atomic shared by several lanes (a tree or shuffles combine values without waiting)")
+    "atomic_contention", 1, "updates of one address take turns: combine a warp's values "
+    "first (a tree or shuffles, without waiting), then let one lane update memory")
 #: Warp instructions issued by the busiest warp of each puzzle's worked kernel, on the measured
 #: cases (``solutions/puzzle_kernels.py``, seed 0, its own launch choices; a test measures them
 #: again).  Every other budget is an upper bound that one thread doing all of a block's work
@@ -326,27 +326,44 @@ WORKED_BUSIEST_WARP = {
 }
 
 
+#: Room for one thread's loop that a sound kernel may have and the worked kernel has not, in
+#: instructions.  ``histogram_shared``: one thread zeroing or merging the 16 bins, about 4
+#: instructions a bin (load, test, branch, atomic) — the merge's 16 global atomics are what
+#: the puzzle counts, not which lanes issue them; one thread counting the block's 128 values
+#: instead issues about 400.
+SERIAL_ROOM = {"histogram_shared": 16 * 4}
+
+
 def spread_budget(p: Puzzle) -> Budget | None:
-    """The busiest warp may issue at most twice the worked kernel's instructions, plus 16:
-    room for a kernel written differently (more index arithmetic, other guards), none for
-    one thread looping over the elements its block's threads should share."""
+    """The busiest warp may issue at most twice the worked kernel's instructions, plus 16
+    (plus the puzzle's :data:`SERIAL_ROOM`): room for a kernel written differently (more index
+    arithmetic, other guards), none for one thread looping over the elements its block's
+    threads should share."""
     worked = WORKED_BUSIEST_WARP.get(p.id)
     if worked is None:
         return None
-    return Budget("busiest_warp", 2 * worked + 16,
-                  f"the worked kernel's busiest warp issues {worked}; the threads share the "
-                  f"work, so no warp has to loop over the elements of the others")
+    room = SERIAL_ROOM.get(p.id, 0)
+    return Budget("busiest_warp", 2 * worked + 16 + room,
+                  f"the worked kernel's busiest warp issues {worked}"
+                  + (f" (and one thread may loop over the 16 bins: {room} more)" if room else "")
+                  + "; the threads share the work, so no warp has to loop over the elements "
+                  "of the others")
 
 
-def output_loads_budget(p: Puzzle) -> Budget:
-    """No kernel needs to read back what it writes: the spec never reads an output.  Atomics
-    on an output read it too, except in the puzzles about atomics, whose outputs are counters
-    updated that way (their own budgets count those atomics)."""
+def output_loads_budget(p: Puzzle, unread_atomics: frozenset = frozenset()) -> Budget:
+    """No kernel needs to read back what it writes: the spec never reads an output.  An atomic
+    on an output reads it too when the kernel uses the old value it returns; one written as a
+    statement (``t.atomic_add(out, 0, v)``, the old value dropped) only writes, as CUDA's
+    ``red`` instruction does, so per-warp totals added to an output are not reads
+    (``unread_atomics``: those lines).  In the puzzles about atomics, whose outputs are
+    counters updated that way, only plain loads count (their own budgets count the atomics)."""
     about_atomics = any(b.metric in ATOMIC_METRICS for b in p.budgets)
     kinds = ("ld.global",) if about_atomics else _metrics.LOADS["global"]
-    return Budget("output_loads", 0, "the spec reads only the inputs; staging values in an "
-                  "output and reading them back uses global memory where shared memory "
-                  "belongs", params={"arrays": tuple(p.outputs), "kinds": kinds})
+    return Budget("output_loads", 0, "the spec reads only the inputs: keep running values in "
+                  "registers or shared memory and store each output once (a load of an "
+                  "output, or an atomic on it whose old value you use, reads it back)",
+                  params={"arrays": tuple(p.outputs), "kinds": kinds,
+                          "unread_atomics": frozenset(unread_atomics)})
 
 
 def input_stores_budget(p: Puzzle) -> Budget:
@@ -378,7 +395,7 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
         runs = [_run_case(p, kernel, case) for case in _cases(p, seed, choices)]
     except _Failed as stop:
         return stop.result
-    budgets = (*p.budgets, *_implicit(p, runs))
+    budgets = (*p.budgets, *_implicit(p, runs, _kernel.unread_atomic_lines(kernel)))
     measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
     measures = tuple(m for _, (m, _, _) in measured)
     for b, (m, case, line) in measured:
@@ -389,6 +406,13 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
                     f"{metric.bound_word}{metric.show(m.limit, unit=False)} ({context})")
             if b not in p.budgets:  # a budget the statement does not list: say why it holds
                 text += f"; {b.why}"
+            elif b.metric in ("load_sectors", "store_sectors") and m.value == m.limit + 1:
+                text += ("; one sector more than the budget: that warp's 128 B most likely "
+                         "start off a 32-byte boundary (start each warp's run at a multiple "
+                         "of 8 elements)")
+            elif b.metric == "loads_per_element":
+                text += (f"; every {b.array}[...] the kernel evaluates is a load: keep a value "
+                         f"needed again in a local, or the block's values in a shared tile")
             return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                                 b.metric, line, measures)
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
@@ -460,7 +484,8 @@ def _run_case(p: Puzzle, kernel, case: Case):
                           max_instructions=MAX_INSTRUCTIONS, record_indices=True)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
-        section = ERROR_SECTION if text.startswith(("IndexError", "TypeError")) else None
+        section = (ERROR_SECTION if text.startswith(("IndexError", "TypeError"))
+                   else BARRIER_SECTION if "t.sync()" in text else None)
         raise _fail(p, "error", text, case=case, line=line, section=section) from None
     hazard = _hazard(result)
     if hazard is None and (race := _races.global_race(result)) is not None:
@@ -492,7 +517,7 @@ def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | Non
     return shown
 
 
-def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
+def _implicit(p: Puzzle, runs, unread_atomics: frozenset = frozenset()) -> tuple[Budget, ...]:
     """Budgets that apply to every puzzle: no output read back, no input written, the work
     spread over the
     threads; and to every
@@ -504,7 +529,7 @@ def _implicit(p: Puzzle, runs) -> tuple[Budget, ...]:
     spread = spread_budget(p)
     return ((SHUFFLES_READ_ACTIVE_LANES,) if shuffled else ()) + \
         ((UNCONTENDED_ATOMICS,) if atomics else ()) + \
-        (output_loads_budget(p), input_stores_budget(p)) + \
+        (output_loads_budget(p, unread_atomics), input_stores_budget(p)) + \
         ((spread,) if spread else ())
 
 
@@ -513,7 +538,7 @@ def _hazard(result: simt.SimResult):
     barrier reached from different lines."""
     if result.races:
         r = result.races[0]
-        return "race", f"{r}: a t.sync() is missing", r.other_line, RACE_SECTION
+        return "race", f"{r}: a {r.missing} is missing", r.other_line, RACE_SECTION
     for u in result.uninitialised_reads:
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:

@@ -102,6 +102,40 @@ def language_problem(kernel) -> tuple[str, int | None] | None:
     return None
 
 
+ATOMICS = frozenset({"atomic_add", "atomic_max", "atomic_cas"})
+
+
+def unread_atomic_lines(kernel) -> frozenset[int]:
+    """The learner's lines whose atomics all stand alone as statements (``t.atomic_add(out, i,
+    v)``) or are assigned to a name the kernel never reads, so the old value they return is
+    never used.  CUDA compiles such an atomic to a reduction (``red.global.add``), which
+    writes memory and returns nothing to the thread.  A line that also holds an atomic whose
+    value is used (``old = t.atomic_add(...)``, ``old`` read later) is not one of them.  Empty
+    when the source cannot be read (every atomic then counts as a read)."""
+    try:
+        k = kernel_lang.validate(kernel)
+    except (TypeError, ValueError):
+        return frozenset()
+    read = {n.id for n in ast.walk(k.tree) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    alone = {id(n.value) for n in ast.walk(k.tree) if isinstance(n, ast.Expr)}
+    alone |= {id(n.value) for n in ast.walk(k.tree)  # old = t.atomic_add(...), old never read
+              if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and n.targets[0].id not in read}
+    statement, used = set(), set()
+    for node in ast.walk(k.tree):
+        if isinstance(node, ast.Call) and _is_atomic(node, k.ctx):
+            lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            (statement if id(node) in alone else used).update(lines)
+    return frozenset(line + k.line_offset for line in statement - used)
+
+
+def _is_atomic(node, ctx: str) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == ctx
+            and node.func.attr in ATOMICS)
+
+
 def signature_problem(kernel, params: tuple[str, ...]) -> str | None:
     try:
         sig = inspect.signature(kernel)

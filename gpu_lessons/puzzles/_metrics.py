@@ -214,23 +214,41 @@ def _atomic_serialisation(result, case, array, params):
 
 
 def _atomic_contention(result, case, array, params):
-    """The most active lanes of one atomic instruction (global or shared) that hit one address:
-    1 when every atomic's lanes update different elements.  The worst instruction, not an
-    average, so uncontended atomics added to a kernel cannot hide a contended one."""
+    """The most lanes of one warp that update one address atomically (global or shared), over
+    the whole run: 1 when a warp's lanes combine their values before one lane updates memory.
+    Counted per warp, not per instruction, so neither every lane of one atomic on one address
+    nor the lanes taking turns in a loop of one-lane atomics gets under it; one lane updating
+    an address again (a warp's total of each chunk it sums) is still one lane.  The worst
+    warp counts, not an average, so uncontended atomics added to a kernel cannot hide it."""
     evs = _events(result, ("atom.global", "atom.shared"))
     if not evs:
         return 0.0, None
-    worst = max(evs, key=lambda e: e.serialisation)
-    return float(worst.serialisation), worst.line
+    if any(e.indices is None for e in evs):  # a run without recorded indices
+        worst = max(evs, key=lambda e: e.serialisation)
+        return float(worst.serialisation), worst.line
+    lanes: dict = {}
+    line_of = {}
+    for e in evs:
+        for lane, i in enumerate(e.indices):
+            if i is not None:
+                key = (e.block, e.warp, e.array, i)
+                lanes.setdefault(key, set()).add(lane)
+                line_of[key] = e.line
+    key = max(lanes, key=lambda k: len(lanes[k]))
+    return float(len(lanes[key])), line_of[key]
 
 
 def _output_loads(result, case, array, params):
     """Lane loads of the output arrays (``params["arrays"]``) by the event kinds
     ``params["kinds"]``.  No puzzle's spec reads its outputs, so a kernel that does is using
     them as scratch memory: staging values in ``out`` instead of shared memory and reading
-    them back would dodge every budget on the loads of the inputs."""
+    them back would dodge every budget on the loads of the inputs.  Atomics on the lines
+    ``params["unread_atomics"]`` are left out: their old value is never used, so they only
+    write (per-warp totals added to ``out[0]``)."""
+    unread = params.get("unread_atomics", frozenset())
     evs = [e for e in result.events
-           if e.kind in params["kinds"] and e.array in params["arrays"]]
+           if e.kind in params["kinds"] and e.array in params["arrays"]
+           and not (e.kind.startswith("atom.") and e.line in unread)]
     lanes = Counter()
     for e in evs:
         lanes[e.line] += e.active
@@ -325,11 +343,11 @@ METRICS: dict[str, Metric] = {
     "atomic_serialisation": Metric("global atomic serialisation", "lanes per address",
                                    _atomic_serialisation, False,
                                    (3, "L2: one cache for the whole GPU"), None),
-    "atomic_contention": Metric("atomic contention (lanes of one atomic on one address)",
+    "atomic_contention": Metric("atomic contention (lanes of one warp on one address)",
                                 "lanes", _atomic_contention, False,
                                 (3, "L2: one cache for the whole GPU"), None),
     "output_loads": Metric("global loads of the outputs", "lane loads", _output_loads, False,
-                           (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
+                           (3, "4. On-chip storage (SRAM)"), 0),
     "input_stores": Metric("global stores to the inputs", "lane stores", _input_stores, False,
                            (3, "L1 cache and shared memory: one SRAM, two uses"), 0),
     "busiest_warp": Metric("instructions issued by the busiest warp", "instructions",

@@ -537,7 +537,9 @@ def _hazard(result: simt.SimResult):
     """(failure, text, line, section) for the first race, read of unwritten shared memory or
     barrier reached from different lines."""
     if result.races:
-        r = result.races[0]
+        # a race between warps first: the t.sync() it needs orders a warp's lanes too, while
+        # the t.syncwarp() a race inside one warp asks for would leave the other one standing
+        r = next((r for r in result.races if not r.within_warp), result.races[0])
         return "race", f"{r}: a {r.missing} is missing", r.other_line, RACE_SECTION
     for u in result.uninitialised_reads:
         return "uninitialised", str(u), u.line, SHARED_SECTION

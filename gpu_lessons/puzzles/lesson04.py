@@ -65,8 +65,7 @@ PUZZLES = (
         "transpose_tiled", "Transpose through a shared tile",
         "The same transpose, with loads *and* stores coalesced: each block reads its 32 × 32 "
         "tile of `a` row by row into shared memory (`t.shared((32, 32), np.float32)`, indexed "
-        "`tile[y, x]`), waits (`t.sync()`), and writes the tile's columns as rows of `out`. "
-        "(Lesson 07, “3.1 Access pattern”, comes back to this transpose.)", 6,
+        "`tile[y, x]`), waits (`t.sync()`), and writes the tile's columns as rows of `out`.", 6,
         (loads("a"), stores("out")), (COALESCING, BANKS)),
     _transpose(
         "transpose", "Transpose without bank conflicts",

@@ -415,8 +415,10 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
                          f"needed again in a local, or the block's values in a shared tile")
             return PuzzleResult(p.id, FAILED, True, f"✗ {p.id}: {text} — see {b.where()}",
                                 b.metric, line, measures)
+    # the ✓ line lists the statement's budgets; the checks every puzzle gets (no read-back
+    # of outputs, no stores to inputs, ...) would only add "0 lane loads" to it
     summary = "; ".join(f"{m.name} {_metrics.METRICS[b.metric].show(m.value)}"
-                        for b, (m, _, _) in measured)
+                        for b, (m, _, _) in measured if b in p.budgets)
     inputs = f"{len(runs)} input{'s' if len(runs) > 1 else ''}"
     return PuzzleResult(p.id, PASSED, True, f"✓ {p.id}: correct on {inputs}"
                         + (f", within every budget: {summary}" if summary else ""),

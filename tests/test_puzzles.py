@@ -1022,66 +1022,6 @@ def guard_missing(t, a, out, n):
     out[i] = a[i] + 10
 
 
-def reduce_warp_synchronous(t, x, out):
-    # the pre-Volta idiom: the last warp's steps with no __syncwarp(), trusting lockstep
-    sdata = t.shared(256, np.float32)
-    tid = t.thread_idx.x
-    sdata[tid] = x[t.block_idx.x * 256 + tid]
-    t.sync()
-    s = 128
-    while s > 32:
-        with t.if_(tid < s):
-            sdata[tid] = sdata[tid] + sdata[tid + s]
-        t.sync()
-        s //= 2
-    with t.if_(tid < 32):
-        while s > 0:
-            sdata[tid] = sdata[tid] + sdata[tid + s]
-            s //= 2
-    with t.if_(tid == 0):
-        out[t.block_idx.x] = sdata[0]
-
-
-def test_a_warp_synchronous_reduction_without_syncwarp_is_a_race():
-    """Lane 0 reads sdata[16] at s = 16 while lane 16 wrote it at s = 32, nothing between:
-    since Volta a warp's lanes may run apart, so only __syncwarp() orders them.  The same
-    kernel with the read and the write split by t.syncwarp() passes (honest variants)."""
-    f, r = failure("reduce", reduce_warp_synchronous)
-    assert f == "race" and not r.correct and str(RACE_SECTION) in r.message
-    assert "of the same warp" in r.message and "a t.syncwarp() is missing" in r.message
-    assert r.line == reduce_warp_synchronous.__code__.co_firstlineno + 14
-    assert puzzles.evaluate("reduce", honest_reduce_last_warp_syncwarp).passed
-
-def matmul_tiled_one_barrier(t, a, b, c, n):
-    sa = t.shared((16, 16), np.float32)
-    sb = t.shared((16, 16), np.float32)
-    tx = t.thread_idx.x
-    ty = t.thread_idx.y
-    row = t.block_idx.y * 16 + ty
-    col = t.block_idx.x * 16 + tx
-    acc = 0.0
-    for k0 in range(0, n, 16):
-        sa[ty, tx] = a[row * n + k0 + tx]
-        sb[ty, tx] = b[(k0 + ty) * n + col]
-        t.sync()
-        for k in range(16):
-            acc = acc + sa[ty, k] * sb[k, tx]
-    c[row * n + col] = acc
-
-
-def test_a_race_between_warps_asks_for_t_sync_not_t_syncwarp():
-    """Both kernels also race inside a warp (lane 0 writes a word lane 1 reads), but what is
-    missing is a block barrier: in the stencil, lane 31 of warp 0 reads tile[33], which lane 0
-    of warp 1 writes; in the tiled product without its second barrier, the next tile's store
-    of sb[0, 0] (warp 0) follows warp 1's reads of it (rows 2..3 read sb[k, tx] for every k).
-    A t.syncwarp() would leave those races standing, so the message asks for t.sync()."""
-    for pid, kernel in (("stencil", stencil_no_barrier),
-                        ("matmul_tiled", matmul_tiled_one_barrier)):
-        f, r = failure(pid, kernel)
-        assert f == "race" and "a t.sync() is missing" in r.message, r.message
-        assert "syncwarp" not in r.message and "of the same warp" not in r.message
-
-
 def test_hazards_fail_as_not_correct():
     f, r = failure("stencil", stencil_no_halo)
     assert f == "uninitialised" and not r.correct and "nothing was written yet" in r.message

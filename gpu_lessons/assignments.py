@@ -165,7 +165,7 @@ def questions_for(secret, chapter, *, bank=None,
     def questions(student: str) -> tuple[Question, ...]:
         # A released notebook's built-in function questions are practice: no variants, and the
         # package every student has holds their references, so grading them would give marks
-        # for `kernel_time = gpu_lessons.roofline.kernel_time`.
+        # for a one-line wrapper around `gpu_lessons.roofline.kernel_time`.
         _on_roster(student, allowed)
         return tuple(q for q in drawn(student) if graded(q, from_bank=q.id in bank_ids))
 

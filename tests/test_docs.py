@@ -1,0 +1,190 @@
+"""The guides' examples do what the guides say: docs/simulator.md's kernel runs as printed and its
+tables name only fields that exist, docs/kernel_language.md's table is what `to_cuda` writes,
+and the README's and instructors' guide's counts match the package.
+
+Expected values are derived by hand next to each assertion, not taken from the code's output.
+"""
+
+import re
+import runpy
+from pathlib import Path
+
+import numpy as np
+
+from gpu_lessons import kernel_lang, puzzles, simt
+from gpu_lessons.checks import evaluate
+from gpu_lessons.cuda import to_cuda
+from gpu_lessons.questions import templates
+from gpu_lessons.questions.types import Function
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _doc(name: str) -> str:
+    return (ROOT / name).read_text(encoding="utf-8")
+
+
+def _first_python_block(text: str) -> str:
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+def _table_row(text: str, first_cell: str) -> str:
+    """The line of a Markdown table whose first cell holds ``first_cell``."""
+    return next(line for line in text.splitlines()
+                if line.startswith("| ") and first_cell in line.split("|")[1])
+
+
+def _names(cell: str) -> list[str]:
+    """Backticked identifiers of a table cell (`a`, `stats(region=...)` -> stats)."""
+    return re.findall(r"`([A-Za-z_]\w*)", cell)
+
+
+def _simulator_example(tmp_path):
+    """Run docs/simulator.md's kernel exactly as printed, from a file (as a learner would)."""
+    path = tmp_path / "simulator_example.py"
+    path.write_text(_first_python_block(_doc("docs/simulator.md")), encoding="utf-8")
+    return runpy.run_path(str(path))
+
+
+def test_simulator_md_example_runs_as_printed(tmp_path):
+    ns = _simulator_example(tmp_path)
+    r = ns["r"]
+    # 0 + 1 + ... + 999 = 999 * 1000 / 2, exact in float32 (every partial sum is below 2^24).
+    assert ns["out"][0] == 499_500
+    # 4 blocks of 256 threads = 8 warps each: one t.sync() per block, five shuffles per warp
+    # (offsets 16, 8, 4, 2, 1), one atomic per block (thread 0 only).
+    assert r.barriers == 4
+    assert r.totals.shuffle_instructions == 4 * 8 * 5
+    assert r.totals.atomic_instructions == 4
+    # `partial`: 8 float32 = 32 bytes of static shared memory per block.
+    assert r.shared_bytes_per_block == 32
+    assert r.races == () and r.uninitialised_reads == () and r.shuffle_reads == ()
+
+
+def test_simulator_md_tables_name_real_fields(tmp_path):
+    """Every field the "What a run records" table names is an attribute of what `run` returns."""
+    text = _doc("docs/simulator.md")
+    r = _simulator_example(tmp_path)["r"]
+    recorded = text[text.index("## What a run records"):text.index("\nMeasures a puzzle")]
+    rows = [line for line in recorded.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 10
+    for row in rows:
+        first = row.split("|")[1]
+        for name in _names(first):
+            assert hasattr(r, name), f"SimResult has no {name!r} (docs/simulator.md)"
+    event_cell = _table_row(recorded, "`events`").split("|")[2]
+    event = r.events[0]
+    for name in _names(event_cell.split(":", 1)[1]):
+        if name not in {"record_indices", "True"}:
+            assert hasattr(event, name), f"Event has no {name!r}"
+    stats_cell = _table_row(recorded, "`totals`").split("|")[2]
+    for name in _names(stats_cell.split(":", 1)[1]):
+        assert hasattr(r.totals, name), f"Stats has no {name!r}"
+    arrays_cell = _table_row(recorded, "`arrays[name]`").split("|")[2]
+    for name in _names(arrays_cell.split(":", 1)[1]):
+        assert hasattr(r.arrays["x"], name), f"ArrayStats has no {name!r}"
+    # "Races inside a warp": lane l writes sh[l], then reads sh[l + 1], which lane l + 1 wrote
+    # one instruction earlier with no t.syncwarp() between.
+    race = simt.run(_warp_race, 1, 32, np.zeros(32, np.float32)).races[0]
+    for name in ("writer_lane", "other_lane", "missing"):
+        assert re.search(rf"`(Race\.)?{name}`", text)
+    assert race.writer_lane != race.other_lane
+    assert race.missing == "t.syncwarp()"
+
+
+def _warp_race(t, out):
+    sh = t.shared(32, np.float32)
+    sh[t.lane] = t.lane * 1.0
+    out[t.lane] = sh[(t.lane + 1) % 32]
+
+
+TILE = 32
+
+
+def _table_kernel(t, x, out, n):
+    tile = t.shared((32, 33), np.float32)
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    t.return_if(i >= n)
+    y = t.local(0.0, np.float32)
+    with t.if_(i < 16, "low"):
+        y[...] = x[i] * 2.0
+    with t.else_():
+        y[...] = np.sqrt(x[i])
+    s = t.local(1, np.int32)
+    for _ in t.while_(lambda: s < 4):
+        s[...] = s * 2
+    tile[t.warp, t.lane] = y
+    t.sync()
+    v = t.shfl_down(y, 1)
+    t.atomic_add(out, 0, v)
+    out[i] = t.where(i < TILE, y, np.float32(n))
+
+
+def test_kernel_language_md_table_is_what_to_cuda_writes():
+    """One kernel using the table's rows; each row's CUDA column, as the table prints it."""
+    text = _doc("docs/kernel_language.md")
+    x = np.arange(64, dtype=np.float32)
+    cuda = to_cuda(_table_kernel, x, np.zeros(64, np.float32), 64)
+    rows = [  # (the table's Python cell, its CUDA cell, what to_cuda writes for this kernel)
+        ("`t.shared((32, 33), np.float32)`", "`__shared__ float tile[32][33];`",
+         "__shared__ float tile[32][33];"),
+        ("`t.return_if(c)`", "`if (c) return;`", "if (i >= n) return;"),
+        ("`y = t.local(0.0, np.float32)`", "`float y = 0.0f;`", "float y = 0.0f;"),
+        ("`with t.if_(c, \"name\"):`", "`if (c) { ... }`", "if (i < 16) {"),
+        ("`with t.if_(c):` / `with t.else_():`", "} else {", "} else {"),
+        ("`for _ in t.while_(lambda: c):`", "`while (c) { ... }`", "while (s < 4) {"),
+        ("`t.sync()`, `t.syncwarp()`", "`__syncthreads();`", "__syncthreads();"),
+        ("`t.shfl_down/", "`__shfl_down_sync/", "__shfl_down_sync(0xffffffff, y, 1)"),
+        ("`t.atomic_add/", "`atomicAdd/", "atomicAdd(&out[0], v)"),
+        ("`t.where(c, a, b)`", "`c ? a : b`", "i < 32 ? y : (float)n"),  # TILE: its value
+        ("`np.sqrt`", "`sqrtf`", "sqrtf(x[i])"),
+        ("`np.float32(n)`", "`(float)n`", "(float)n"),
+        ("`t.lane`, `t.warp`", "`lane_id()`, `warp_id()`", "tile[warp_id()][lane_id()]"),
+    ]
+    for python, doc_c, c in rows:
+        row = _table_row(text, python)
+        assert doc_c in row.split("|")[2], (python, doc_c)
+        assert c in cuda, (python, c)
+    # "x[i] * 2.0 on a float32 array is float arithmetic (2.0f)"
+    assert "x[i] * 2.0f" in cuda
+
+
+def test_kernel_language_md_error_message_is_the_checkers():
+    quoted = "line 7: `import os` is not part of the kernel language: kernels cannot import modules;"
+    assert quoted in _doc("docs/kernel_language.md")
+    source = "def k(t, x):\n" + "    i = 0\n" * 5 + "    import os\n"     # `import os` on line 7
+    try:
+        kernel_lang.validate(source)
+    except kernel_lang.KernelLanguageError as exc:
+        assert str(exc).startswith(quoted)
+        assert (exc.construct, exc.lineno) == ("import", 7)
+    else:
+        raise AssertionError("`import os` was accepted")
+
+
+def test_readme_counts():
+    readme = _doc("README.md")
+    n_puzzles = len(puzzles.puzzles())
+    assert f"`gpu_lessons.puzzles`, {n_puzzles} in all" in readme
+    assert f"all {n_puzzles} puzzle GPU cells" in readme
+    sizes = [len(templates(n)) for n in range(1, 11)]
+    assert f"one per chapter, {min(sizes)}–{max(sizes)} graded questions each" in readme
+    assert f"end with **kernel puzzles** ({n_puzzles} in all)" in _doc("docs/instructors.md")
+    assert sorted({p.lesson for p in puzzles.puzzles()}) == list(range(2, 9))
+
+
+def test_instructors_md_function_questions_are_a_third_and_a_wrapper_passes():
+    """The guide's reasons for leaving function questions out of a release's grades: they carry
+    about a third of the points, and wrapping the package's model passes them."""
+    from gpu_lessons import roofline
+
+    points = [(q.points, isinstance(q.answer, Function))
+              for n in range(1, 11) for q in templates(n)]
+    share = sum(p for p, fn in points if fn) / sum(p for p, _ in points)
+    assert 0.25 <= share <= 0.4
+    assert "about a third of the built-in points" in _doc("docs/instructors.md")
+
+    def kernel_time(flops, bytes_moved, peak_flops, bandwidth):
+        return roofline.kernel_time(flops, bytes_moved, peak_flops, bandwidth)
+
+    assert evaluate("05.kernel_time", kernel_time).correct

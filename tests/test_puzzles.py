@@ -3238,3 +3238,10 @@ def test_too_many_loads_per_element_says_what_to_do():
     r = puzzles.evaluate("grid_stride", grid_stride_reading_twice)
     assert "keep a value needed again in a local" in r.message and "\n" not in r.message
     assert f"line {r.line}" in r.message
+
+
+def test_a_sector_budget_missed_before_lesson_04_says_what_a_sector_is():
+    early = puzzles.evaluate("map_2d", map_2d_columns)            # lesson 02
+    assert "a sector is the 32 B piece memory moves" in early.message
+    late = puzzles.evaluate("transpose", transpose_naive)         # lesson 04 teaches sectors
+    assert late.failure == "store_sectors" and "a sector is the" not in late.message

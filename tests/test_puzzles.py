@@ -1569,6 +1569,9 @@ def test_show_draws_every_worked_kernel(pid, capsys):
         assert space == "shared" and drawn not in p.params
     else:                                                     # its own array, else one of its
         assert space == "global" and (drawn == p.picture if p.picture else drawn in p.params)
+    # bokeh clips a title wider than its figure: at 13 px a character takes about 6.5 px
+    for fig in (lanes, memory):
+        assert fig.width >= 6.5 * len(fig.title.text), fig.title.text
 
 
 def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():

@@ -1569,6 +1569,9 @@ def test_show_draws_every_worked_kernel(pid, capsys):
         assert space == "shared" and drawn not in p.params
     else:                                                     # its own array, else one of its
         assert space == "global" and (drawn == p.picture if p.picture else drawn in p.params)
+    # bokeh clips a title wider than its figure: at 13 px a character takes about 6.5 px
+    for fig in (lanes, memory):
+        assert fig.width >= 6.5 * len(fig.title.text), fig.title.text
 
 
 def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():
@@ -3238,3 +3241,10 @@ def test_too_many_loads_per_element_says_what_to_do():
     r = puzzles.evaluate("grid_stride", grid_stride_reading_twice)
     assert "keep a value needed again in a local" in r.message and "\n" not in r.message
     assert f"line {r.line}" in r.message
+
+
+def test_a_sector_budget_missed_before_lesson_04_says_what_a_sector_is():
+    early = puzzles.evaluate("map_2d", map_2d_columns)            # lesson 02
+    assert "a sector is the 32 B piece memory moves" in early.message
+    late = puzzles.evaluate("transpose", transpose_naive)         # lesson 04 teaches sectors
+    assert late.failure == "store_sectors" and "a sector is the" not in late.message

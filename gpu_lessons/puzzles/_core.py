@@ -410,6 +410,11 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
                 text += ("; one sector more than the budget: that warp's 128 B most likely "
                          "start off a 32-byte boundary (start each warp's run at a multiple "
                          "of 8 elements)")
+            elif b.metric in ("load_sectors", "store_sectors") and p.lesson < 4:
+                # lesson 04 teaches sectors; before it, say what the number means
+                text += ("; a sector is the 32 B piece memory moves, so a warp whose 32 lanes "
+                         "touch 32 consecutive 4-byte values needs 4, and lanes far apart need "
+                         "one each: let neighbouring lanes take neighbouring elements")
             elif b.metric == "loads_per_element":
                 text += (f"; every {b.array}[...] the kernel evaluates is a load: keep a value "
                          f"needed again in a local, or the block's values in a shared tile")

@@ -183,17 +183,19 @@ def access_figure(amap, colour_by: str = "accesses", scope: str = "whole run",
 
     # square cells of 6 to 16 px, so a 64 x 64 matrix fits and a small array is not tiny
     cell = max(6, min(_CELL_PX, 760 // max(cols, 1), 760 // max(rows, 1)))
-    width = int(max(360, cols * cell + 150))
-    height = int(max(180, rows * cell + 90))
     count = f"{amap.instructions} instruction" + ("" if amap.instructions == 1 else "s")
+    title = (f"{amap.space} {amap.array}{list(amap.shape)}: {count} ({scope})"
+             + ("" if n == amap.size else f", first {n} of {amap.size} elements"))
+    # wide enough for the cells and for the title (about 7 px a character at 13 px), which
+    # bokeh clips rather than wraps
+    width = int(max(360, cols * cell + 150, min(len(title) * 7 + 40, 900)))
+    height = int(max(180, rows * cell + 90))
     fig = figure(width=width, height=height, toolbar_location="above",
                  tools="pan,wheel_zoom,reset", x_range=Range1d(-0.6, cols - 0.4),
                  y_range=Range1d(rows - 0.4, -0.6),
                  x_axis_label=("column" if len(amap.shape) > 1 or row_elements
                                else "element within the 128-byte row"),
-                 y_axis_label="row",
-                 title=f"{amap.space} {amap.array}{list(amap.shape)}: {count} ({scope})"
-                       + ("" if n == amap.size else f", first {n} of {amap.size} elements"))
+                 y_axis_label="row", title=title)
     cells = fig.rect("x", "y", width=0.9, height=0.9, source=source, fill_color=fill,
                      fill_alpha="alpha", line_color=None)
     fig.xgrid.visible = fig.ygrid.visible = False

@@ -404,6 +404,9 @@ def released_notebook(source: Path, assignment: Assignment, student: str, chapte
             raise ValueError(f"{source.name}: the cell that asks {qid} is not the question's "
                              f"prompt; run tools/sync_exercises.py")
         question_cell.source = mine[qid].markdown(number)
+        if qid not in forms:  # a built-in function question: practice in a release
+            question_cell.source = re.sub(r"(\*`[^`]+` · )[^*]+\*", r"\1practice, not graded*",
+                                          question_cell.source, count=1)
         asked.add(qid)
     missing = [qid for qid in defaults if qid not in asked]
     if missing:

@@ -203,6 +203,18 @@ def released(tmp_path_factory):
     return out, written
 
 
+def test_a_released_function_question_says_it_is_practice(released):
+    """The grader leaves built-in function questions out of a release's grades, so their
+    headings say so instead of offering points; the graded ones keep their points."""
+    out, _ = released
+    nb = nbformat.read(out / STUDENTS[0] / "05_roofline.ipynb", as_version=4)
+    heads = {m.group(1): m.group(2) for c in nb.cells if c.cell_type == "markdown"
+             for m in [re.search(r"\*`(\d\d\.\w+)` · ([^*]+)\*", c.source)] if m}
+    for q in templates(5):
+        graded = not isinstance(q.answer, Function)
+        assert heads[q.id] == ("practice, not graded" if not graded else
+                               f"{q.points:g} point{'s' if q.points != 1 else ''}"), q.id
+
 def test_release_writes_one_folder_per_student_and_nothing_else(released):
     out, written = released
     assert sorted(p.name for p in out.iterdir()) == sorted([*STUDENTS, "release.json"])
@@ -237,7 +249,10 @@ def test_released_notebooks_name_the_assignment_and_ask_the_students_numbers(rel
         mine = Assignment(KEY).questions(sid, 5)
         cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
         for number, q in enumerate(mine, start=1):
-            assert q.markdown(number) in cells, q.id
+            asked = q.markdown(number)
+            if isinstance(q.answer, Function):   # practice in a release (test below)
+                asked = asked.replace(f"· {q.points:g} points*", "· practice, not graded*")
+            assert asked in cells, q.id
         assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
     prompts = {sid: next(c.source for c in nbformat.read(out / sid / "05_roofline.ipynb",
                                                          as_version=4).cells

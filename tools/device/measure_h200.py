@@ -216,6 +216,11 @@ def summary(result):
 
 
 def main(argv):
+    try:
+        import cupy  # noqa: F401 - every section measures through CuPy
+    except ImportError:
+        sys.exit("measure_h200.py needs CuPy and an NVIDIA GPU (pip install cupy-cuda12x); "
+                 "nothing was measured")
     out_dir = Path(argv[1] if len(argv) > 1 else ".")
     wanted = argv[2:] or list(SECTIONS)
     out_dir.mkdir(parents=True, exist_ok=True)

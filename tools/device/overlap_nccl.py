@@ -48,6 +48,11 @@ def main(argv=None) -> int:
     if not args.out:
         ap.error("--out is required (or --report)")
     assert all(os.environ.get(k) == v for k, v in NVLS_OFF.items())
+    try:
+        import torch  # noqa: F401 - the run spawns one PyTorch process per GPU
+    except ImportError:
+        ap.exit(2, "overlap_nccl.py needs PyTorch (with NCCL and two or more GPUs for "
+                   "--backend nccl); nothing was measured\n")
     config = (overlap.OverlapConfig.cpu_test() if args.backend == "gloo" else
               overlap.OverlapConfig.quick() if args.quick else overlap.OverlapConfig())
     began = time.monotonic()

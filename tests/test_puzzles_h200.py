@@ -70,3 +70,19 @@ def test_the_figures_the_guide_quotes():
         n = RUNS[pid]["size"]["n"]
         rate = 2 * n**3 / (RUNS[pid]["measured_us"] * 1e-6)
         assert 4e12 < rate < 10e12
+
+
+def test_the_model_s_bytes_by_hand():
+    """predicted_work against arithmetic done here, not by the code under test.  ``blocks``
+    (n = 2²⁴ floats) reads and writes each float once in whole sectors: 2 x 4 x 2²⁴ B =
+    134,217,728 B, 27.96 µs at 4.8 TB/s.  ``reduce`` reads 4 x 2²⁴ B and each of its 65,536
+    blocks stores one float, a whole 32-byte sector: 67,108,864 + 2,097,152 = 69,206,016 B,
+    14.42 µs."""
+    for pid, nbytes, us in (("blocks", 134_217_728, 27.96), ("reduce", 69_206_016, 14.42)):
+        p, run = puzzles.find(pid), RUNS[pid]
+        size = run["size"]
+        _, moved, flops = predicted_work(p, getattr(REF, p.kernel_name), size,
+                                         _array_bytes(p.make_inputs(size)))
+        assert moved == nbytes and flops == 0.0
+        assert moved / 4.8e12 * 1e6 == pytest.approx(us, abs=0.01)
+        assert run["predicted_us"] == pytest.approx(us, rel=5e-3)

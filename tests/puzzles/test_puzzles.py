@@ -393,7 +393,7 @@ def dot_two_barriers_per_step(t, a, b, out):
     t.sync()
     s = t.block_dim.x // 2
     while s > 0:
-        v = t.local(0.0)
+        v = t.local(0.0, np.float32)
         with t.if_(tid < s):
             v[...] = cache[tid + s]
         t.sync()
@@ -500,6 +500,27 @@ def reduce_shuffle_inactive(t, x, out):
             d //= 2
         with t.if_(tid == 0):
             out[t.block_idx.x] = w
+
+
+def reduce_shuffle_after_return(t, x, out):
+    totals = t.shared(8, np.float32)
+    tid = t.thread_idx.x
+    v = x[t.block_idx.x * 256 + tid]
+    d = 16
+    while d > 0:
+        v = v + t.shfl_down(v, d)
+        d //= 2
+    with t.if_(t.lane == 0):
+        totals[t.warp] = v
+    t.sync()
+    t.return_if(tid >= 8)                     # lanes 8..31 have exited: no partial-warp hazard,
+    w = totals[tid]
+    d = 4
+    while d > 0:
+        w = w + t.shfl_down(w, d)             # but lanes 4..7 read exited lanes 8..11
+        d //= 2
+    with t.if_(tid == 0):
+        out[t.block_idx.x] = w
 
 
 def ilp_one_at_a_time(t, x, out, n):
@@ -872,7 +893,7 @@ BREAKERS = [
      "shared-memory loads: 1.5 per multiply-add"),
     ("reduce_shuffle", reduce_shuffle_shared_finish, {}, "shared_requests_per_block",
      "shared-memory requests: 16 per block, the budget is 9"),
-    ("reduce_shuffle", reduce_shuffle_inactive, {}, "shuffle_inactive_reads",
+    ("reduce_shuffle", reduce_shuffle_after_return, {}, "shuffle_inactive_reads",
      "shuffle reads of inactive lanes"),
     ("ilp", ilp_one_at_a_time, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
@@ -944,7 +965,7 @@ def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, m
 
 def test_a_budget_the_statement_does_not_list_says_why():
     # the statement lists its budgets with their derivations; the implicit ones are not there
-    r = puzzles.evaluate("reduce_shuffle", reduce_shuffle_inactive)
+    r = puzzles.evaluate("reduce_shuffle", reduce_shuffle_after_return)
     assert "CUDA leaves the value read from an inactive lane undefined" in r.message
     listed = puzzles.evaluate("transpose", transpose_naive).message
     assert "32 consecutive floats" not in listed
@@ -956,6 +977,15 @@ def test_every_metric_has_a_breaker():
                                                            "output_loads", "input_stores"}
     assert used <= {b[3] for b in BREAKERS}
     assert used == set(_metrics.METRICS)
+
+
+def test_a_shuffle_some_running_lanes_skip_is_a_hazard_not_a_budget():
+    """Every lane that has not exited must execute a full-mask shuffle (Programming Guide,
+    "Warp Shuffle Functions"): under ``t.if_(tid < 8)`` lanes 8..31 are running and skip it."""
+    r = puzzles.evaluate("reduce_shuffle", reduce_shuffle_inactive)
+    assert not r.correct and r.failure == "partial_warp", r.message
+    assert r.line == reduce_shuffle_inactive.__code__.co_firstlineno + 15
+    assert "lanes 8, 9, 10" in r.message and "move it out of the branch" in r.message
 
 
 def test_busiest_warp_budget_is_the_worked_kernel_s_count():
@@ -1709,13 +1739,13 @@ def honest_stencil_where_halo(t, x, out, n):
     t.return_if(i >= n)
     tile[tid + 1] = x[i]
     with t.if_(tid == 0):
-        left = t.local(0.0)
+        left = t.local(0.0, np.float32)
         with t.if_(i > 0):
             left[...] = x[i - 1]
         tile[0] = left
     last = (tid == 127) | (i == n - 1)
     with t.if_(last):
-        right = t.local(0.0)
+        right = t.local(0.0, np.float32)
         with t.if_(i + 1 < n):
             right[...] = x[i + 1]
         tile[tid + 2] = right
@@ -1795,7 +1825,7 @@ def honest_dot_shuffle(t, a, b, out):
     t.sync()
     warps = t.block_dim.x // 32
     with t.if_(t.warp == 0):
-        w = t.local(0.0)
+        w = t.local(0.0, np.float32)
         with t.if_(tid < warps):
             w[...] = totals[tid]
         d = 16
@@ -1977,7 +2007,7 @@ def honest_matmul_naive_if_local(t, a, b, c, n):
     row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
     col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
     with t.if_((row < n) & (col < n)):
-        acc = t.local(0.0)
+        acc = t.local(0.0, np.float32)
         for k in range(n):
             acc[...] = acc + a[row * n + k] * b[k * n + col]
         c[row * n + col] = acc
@@ -2003,7 +2033,7 @@ def honest_matmul_tiled_while(t, a, b, c, n):
     ty = t.thread_idx.y
     row = t.block_idx.y * 16 + ty
     col = t.block_idx.x * 16 + tx
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     tiles = n // 16
     for m in range(tiles):
         sa[ty, tx] = a[row * n + m * 16 + tx]
@@ -2074,25 +2104,25 @@ def honest_occupancy_ends(t, x, out, n):
     tid = t.thread_idx.x
     start = t.block_idx.x * size
     i = start + tid
-    v = t.local(0.0)
+    v = t.local(0.0, np.float32)
     with t.if_(i < n):
         v[...] = x[i]
     tile[tid + 4] = v
     with t.if_(tid < 4):
         g = start - 4 + tid
-        h = t.local(0.0)
+        h = t.local(0.0, np.float32)
         with t.if_(g >= 0):
             h[...] = x[g]
         tile[tid] = h
     with t.if_(tid >= size - 4):
         g = i + 4
-        h = t.local(0.0)
+        h = t.local(0.0, np.float32)
         with t.if_(g < n):
             h[...] = x[g]
         tile[tid + 8] = h
     t.sync()
     t.return_if(i >= n)
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     for k in range(9):
         acc[...] = acc + tile[tid + k]
     out[i] = acc
@@ -2201,7 +2231,7 @@ def honest_reduce_shuffle_all_warps_finish(t, x, out):
         totals[t.warp] = v
     t.sync()
     with t.if_(tid < 32):
-        w = t.local(0.0)
+        w = t.local(0.0, np.float32)
         with t.if_(tid < 8):
             w[...] = totals[tid]
         w[...] = w + t.shfl_down(w, 4)
@@ -2272,7 +2302,7 @@ def honest_scan_warp_shuffle(t, x, out):
     with t.if_(t.lane == 31):
         sums[t.warp] = v
     t.sync()
-    before = t.local(0.0)
+    before = t.local(0.0, np.float32)
     for w in range(3):
         with t.if_(t.warp > w):
             before[...] = before + sums[w]
@@ -2337,10 +2367,10 @@ def honest_matmul_register_flat_loads(t, a, b, c, n):
     flat = ty * 8 + tx                        # 0..63: four passes cover a 16 x 16 tile
     row0 = t.block_idx.y * 16
     col0 = t.block_idx.x * 16
-    c00 = t.local(0.0)
-    c01 = t.local(0.0)
-    c10 = t.local(0.0)
-    c11 = t.local(0.0)
+    c00 = t.local(0.0, np.float32)
+    c01 = t.local(0.0, np.float32)
+    c10 = t.local(0.0, np.float32)
+    c11 = t.local(0.0, np.float32)
     for k0 in range(0, n, 16):
         for q in range(4):
             e = flat + 64 * q
@@ -2430,7 +2460,7 @@ def honest_segmented_sum_shuffle(t, x, offsets, out):
     seg = t.block_idx.x
     start = offsets[seg]
     end = offsets[seg + 1]
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     i = t.local(start + tid)
     for _ in t.while_(lambda: i < end):
         acc[...] = acc + x[i]
@@ -2454,7 +2484,7 @@ def honest_segmented_sum_aligned(t, x, offsets, out):
     seg = t.block_idx.x
     start = offsets[seg]
     end = offsets[seg + 1]
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     i = t.local(start - start % 32 + tid)
     for _ in t.while_(lambda: i < end):
         with t.if_(i >= start):
@@ -2479,7 +2509,7 @@ def honest_segmented_sum_counted(t, x, offsets, out):
     seg = t.block_idx.x
     start = offsets[seg]
     length = offsets[seg + 1] - start
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     k = t.local(tid)
     for _ in t.while_(lambda: k < length):
         acc[...] = acc + x[start + k]
@@ -2502,8 +2532,8 @@ def honest_softmax_online(t, x, out, cols):
     rs = t.shared(128, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * cols
-    m = t.local(-np.inf)
-    s = t.local(0.0)
+    m = t.local(-np.inf, np.float32)
+    s = t.local(0.0, np.float32)
     for j0 in range(0, cols, 128):
         j = j0 + tid
         with t.if_(j < cols):
@@ -2541,7 +2571,7 @@ def honest_softmax_shuffles(t, x, out, cols):
     warp_sum = t.shared(4, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * cols
-    m = t.local(-np.inf)
+    m = t.local(-np.inf, np.float32)
     j = t.local(tid)
     for _ in t.while_(lambda: j < cols):
         v = x[base + j]
@@ -2556,7 +2586,7 @@ def honest_softmax_shuffles(t, x, out, cols):
         warp_max[t.warp] = m
     t.sync()
     top = np.maximum(np.maximum(warp_max[0], warp_max[1]), np.maximum(warp_max[2], warp_max[3]))
-    total = t.local(0.0)
+    total = t.local(0.0, np.float32)
     j[...] = tid
     for _ in t.while_(lambda: j < cols):
         e = np.exp(row[j] - top)
@@ -2583,7 +2613,7 @@ def honest_softmax_recompute_exp(t, x, out, cols):
     red = t.shared(128, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * cols
-    m = t.local(-np.inf)
+    m = t.local(-np.inf, np.float32)
     for j0 in range(0, cols, 128):
         j = j0 + tid
         with t.if_(j < cols):
@@ -2598,7 +2628,7 @@ def honest_softmax_recompute_exp(t, x, out, cols):
         t.sync()
     top = red[0]
     t.sync()
-    total = t.local(0.0)
+    total = t.local(0.0, np.float32)
     for j0 in range(0, cols, 128):
         j = j0 + tid
         with t.if_(j < cols):
@@ -2622,14 +2652,14 @@ def honest_softmax_registers(t, x, out, cols):
     red = t.shared(128, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * cols
-    v0 = t.local(-np.inf)
-    v1 = t.local(-np.inf)
-    v2 = t.local(-np.inf)
-    v3 = t.local(-np.inf)
-    v4 = t.local(-np.inf)
-    v5 = t.local(-np.inf)
-    v6 = t.local(-np.inf)
-    v7 = t.local(-np.inf)
+    v0 = t.local(-np.inf, np.float32)
+    v1 = t.local(-np.inf, np.float32)
+    v2 = t.local(-np.inf, np.float32)
+    v3 = t.local(-np.inf, np.float32)
+    v4 = t.local(-np.inf, np.float32)
+    v5 = t.local(-np.inf, np.float32)
+    v6 = t.local(-np.inf, np.float32)
+    v7 = t.local(-np.inf, np.float32)
     with t.if_(tid < cols):
         v0[...] = x[base + tid]
     with t.if_(tid + 128 < cols):
@@ -2711,7 +2741,7 @@ def honest_segmented_sum_warp_atomics(t, x, offsets, out):
     tid = t.thread_idx.x
     seg = t.block_idx.x
     end = offsets[seg + 1]
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     i = t.local(offsets[seg] + tid)
     for _ in t.while_(lambda: i < end):
         acc[...] = acc + x[i]
@@ -2803,7 +2833,7 @@ def honest_occupancy_one_thread_halo(t, x, out, n):
                 tile[size + 4 + k] = 0.0
     t.sync()
     t.return_if(i >= n)
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     for k in range(9):
         acc[...] = acc + tile[tid + k]
     out[i] = acc
@@ -2911,7 +2941,7 @@ def honest_occupancy_halo_by_eight(t, x, out, n):
             tile[s] = 0.0
     t.sync()
     t.return_if(i >= n)
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     for k in range(9):
         acc[...] = acc + tile[tid + k]
     out[i] = acc
@@ -2938,7 +2968,7 @@ def honest_matmul_tiled_flat_local(t, a, b, c, n):
     ty = t.thread_idx.y
     row = t.block_idx.y * 16 + ty
     col = t.block_idx.x * 16 + tx
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     for m in range(n // 16):
         sa[ty * 16 + tx] = a[row * n + m * 16 + tx]
         sb[ty * 16 + tx] = b[(m * 16 + ty) * n + col]
@@ -2957,7 +2987,7 @@ def honest_matmul_tiled_guarded(t, a, b, c, n):
     ty = t.thread_idx.y
     row = t.block_idx.y * 16 + ty
     col = t.block_idx.x * 16 + tx
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     for k0 in range(0, n, 16):
         with t.if_((row < n) & (k0 + tx < n)):
             sa[ty, tx] = a[row * n + k0 + tx]
@@ -2979,7 +3009,7 @@ def honest_matmul_naive_flat_idx(t, a, b, c, n):
     row = t.block_idx.y * t.block_dim.y + t.thread_idx.y
     col = t.block_idx.x * t.block_dim.x + t.thread_idx.x
     with t.if_((row < n) & (col < n)):
-        acc = t.local(0.0)
+        acc = t.local(0.0, np.float32)
         ia = t.local(row * n)
         ib = t.local(col)
         for _k in range(n):
@@ -2996,10 +3026,10 @@ def honest_matmul_register_flat_idx(t, a, b, c, n):
     ty = t.thread_idx.y
     row = t.block_idx.y * 16 + ty
     col = t.block_idx.x * 16 + tx
-    c00 = t.local(0.0)
-    c01 = t.local(0.0)
-    c10 = t.local(0.0)
-    c11 = t.local(0.0)
+    c00 = t.local(0.0, np.float32)
+    c01 = t.local(0.0, np.float32)
+    c10 = t.local(0.0, np.float32)
+    c11 = t.local(0.0, np.float32)
     for k0 in range(0, n, 16):
         for di in range(0, 16, 8):
             for dj in range(0, 16, 8):
@@ -3035,7 +3065,7 @@ def honest_segmented_sum_chunk_atomics(t, x, offsets, out):
     k = t.local(start + t.warp * 32)          # the same in every lane of a warp
     for _ in t.while_(lambda: k < end):
         i = k + t.lane
-        v = t.local(0.0)
+        v = t.local(0.0, np.float32)
         with t.if_(i < end):
             v[...] = x[i]
         d = 16
@@ -3071,9 +3101,9 @@ def honest_aos_to_soa_shuffles(t, aos, x, y, z, n):
     # lane fetches its struct's three fields from the lanes that hold them
     first = (t.block_idx.x * 128 + t.warp * 32) * 3
     lane = t.lane
-    r0 = t.local(0.0)
-    r1 = t.local(0.0)
-    r2 = t.local(0.0)
+    r0 = t.local(0.0, np.float32)
+    r1 = t.local(0.0, np.float32)
+    r2 = t.local(0.0, np.float32)
     with t.if_(first + lane < 3 * n):
         r0[...] = aos[first + lane]
     with t.if_(first + 32 + lane < 3 * n):

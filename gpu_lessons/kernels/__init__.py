@@ -29,7 +29,7 @@ The learner's guide to the language, with each construct's CUDA counterpart, is
 ``docs/kernel_language.md``.
 """
 
-from .compiled import AsmLine, CompiledKernel, compile  # noqa: A004  (the toolchain's compile)
+from .compiled import AsmLine, CompiledKernel, compile
 from .cuda_c import to_cuda
 from .cuda_types import CudaSource
 from .gpu import BesideSimulator, GpuRun, beside_simulator, run_on_gpu

@@ -152,7 +152,7 @@ class CompiledKernel:
                                     shared_mem_per_block=self.static_shared_bytes
                                     + dynamic_shared_bytes, carveout=carveout)
 
-    def _rows(self):
+    def rows(self):
         from .._format import binary_bytes
 
         spill = (f"{binary_bytes(self.spill_store_bytes)} stored, "
@@ -166,14 +166,14 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         head = f"{self.kernel} compiled for {self.arch}:"
-        return "\n".join([head, *(f"  {k}: {v}" for k, v in self._rows()),
+        return "\n".join([head, *(f"  {k}: {v}" for k, v in self.rows()),
                           *(f"  note: {n}" for n in self.notes)])
 
     def _repr_html_(self) -> str:
         from .._format import html_table
 
         table = html_table(f"{html.escape(self.kernel)} compiled for {self.arch}",
-                           ("quantity", "value"), self._rows())
+                           ("quantity", "value"), self.rows())
         return table + "".join(f"<p><small>{html.escape(n)}</small></p>" for n in self.notes)
 
 
@@ -312,7 +312,7 @@ def _python_of(cuda_line, python_lines):
     return python_lines[cuda_line - 1]
 
 
-def compile(kernel, *args, arch: str = "sm_90", exact: bool = True,  # noqa: A001
+def compile(kernel, *args, arch: str = "sm_90", exact: bool = True,
             ftz: bool = True) -> CompiledKernel:
     """Compile ``kernel`` for ``args`` to ``arch`` machine code with NVRTC, on the CPU.
 

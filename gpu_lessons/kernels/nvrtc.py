@@ -20,6 +20,7 @@ def _load(path: str):
     """``ctypes.CDLL(path)``, after loading the builtins library beside it: NVRTC opens
     ``libnvrtc-builtins.so.X.Y`` by name at its first compile, and a wheel's directory is not on
     the loader's search path (an already loaded library of that name is found)."""
+    import contextlib
     import ctypes
     import glob
     import os
@@ -28,10 +29,8 @@ def _load(path: str):
     if folder:
         for builtins in sorted(glob.glob(os.path.join(folder, "libnvrtc-builtins.so.*"))):
             if ".alt." not in builtins:
-                try:
+                with contextlib.suppress(OSError):
                     ctypes.CDLL(builtins)
-                except OSError:
-                    pass
     return ctypes.CDLL(path)
 
 

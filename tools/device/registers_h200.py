@@ -250,14 +250,12 @@ def device(folder: Path, out: Path) -> None:
     for k in manifest["kernels"]:
         row = {"puzzle": k["puzzle"], "kernel": k["kernel"]}
         name, cubin = k["kernel"], _unb64(k["cubin"])
-        steps = {
-            "compile_cubin_driver": lambda: drv.function_attributes(cubin, name),
-            "compile_cubin_runtime": lambda: drv.runtime_attributes(cubin, name),
-            "compile_ptx_driver_jit": lambda: drv.function_attributes(k["ptx"].encode(), name),
-        }
-        for key, step in steps.items():
+        steps = {"compile_cubin_driver": (drv.function_attributes, cubin),
+                 "compile_cubin_runtime": (drv.runtime_attributes, cubin),
+                 "compile_ptx_driver_jit": (drv.function_attributes, k["ptx"].encode())}
+        for key, (step, image) in steps.items():
             try:
-                row[key] = step()
+                row[key] = step(image, name)
             except Exception as exc:   # record it and go on
                 row[key] = {"error": f"{type(exc).__name__}: {exc}"}
         try:

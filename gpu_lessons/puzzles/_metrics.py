@@ -298,19 +298,28 @@ def kernel_registers(kernel, args, fallback: int, arch: str = "sm_90") -> int:
     ``run_on_gpu`` compiles with (:func:`gpu_lessons.kernels.compile`'s; ptxas's report, no SASS
     needed); ``fallback`` when NVRTC is not installed, saying so in one line."""
     from ..kernels import compiled, nvrtc, to_cuda
+    from ..kernels.lang import KernelLanguageError
 
-    if nvrtc.newest_library() is None:
-        if not _NO_NVRTC_SAID:
-            _NO_NVRTC_SAID.append(True)
-            print(f"NVRTC is not installed, so the occupancy check uses the worked kernel's "
-                  f"{fallback} registers, not your kernel's (pip install nvidia-cuda-nvrtc)")
-        return fallback
-    source = to_cuda(kernel, *args)
-    options = (*source.options, *compiled.CUPY_OPTIONS, "--ptxas-options=-v")
-    res = nvrtc.compile_cubin(str(source), arch, options)
-    if not res.ok:
-        raise RuntimeError(f"NVRTC could not compile {source.kernel_name}:\n{res.log}")
-    return compiled.ptxas_resources(res.log, source.kernel_name)["registers_per_thread"]
+    why = None
+    try:
+        if nvrtc.newest_library() is None:
+            why = "NVRTC is not installed"
+        else:
+            source = to_cuda(kernel, *args)
+            options = (*source.options, *compiled.CUPY_OPTIONS, "--ptxas-options=-v")
+            res = nvrtc.compile_cubin(str(source), arch, options)
+            if res.ok:
+                return compiled.ptxas_resources(res.log, source.kernel_name)["registers_per_thread"]
+            why = "NVRTC could not compile the kernel"
+    except KernelLanguageError:
+        why = "the kernel has no CUDA C translation"
+    except (OSError, RuntimeError, MemoryError, ValueError) as exc:   # a broken NVRTC install
+        why = f"NVRTC failed ({type(exc).__name__})"
+    if not _NO_NVRTC_SAID:
+        _NO_NVRTC_SAID.append(True)
+        print(f"{why}, so the occupancy check uses the worked kernel's {fallback} registers, "
+              f"not your kernel's (pip install nvidia-cuda-nvrtc)")
+    return fallback
 
 
 def _occupancy_metric(result, case, array, params):

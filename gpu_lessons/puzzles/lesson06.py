@@ -67,8 +67,9 @@ PUZZLES = (
         choices={"block": "threads per block"},
         budgets=(Budget("occupancy", lambda **_: 1.0,
                         f"at the worked kernel's {BOX_REGISTERS} registers (24 allocated) × 32 "
-                        "lanes = 768 per warp, the register file holds more than 64 warps; "
-                        "blocks of 32 stop at the 32-block limit, 32 of 64",
+                        "lanes = 768 per warp, the register file holds more than 64 warps, so "
+                        "the block size decides: 32 stops at the 32-block limit (32 of 64), "
+                        "384 leaves warps over (5 × 12 = 60), 256 fills all 64",
                         section=OCCUPANCY,
                         limit_text="the most warps this kernel's registers and tile allow "
                                    "at any block size",

@@ -3171,9 +3171,10 @@ HONEST_VARIANTS = [
     ("occupancy", honest_occupancy_ends, {"block": 256}),
     ("occupancy", honest_occupancy_ends, {"block": 512}),
     ("occupancy", honest_occupancy_ends, {"block": 128}),
-    ("occupancy", honest_occupancy_one_thread_halo, {"block": 384}),
-    ("occupancy", honest_occupancy_halo_by_eight, {"block": 96}),
-    ("occupancy", honest_occupancy_halo_by_eight, {"block": 768}),
+    # at ~20 registers only blocks that divide 2,048 threads fill all 64 warps (384: 5 x 12 = 60)
+    ("occupancy", honest_occupancy_one_thread_halo, {"block": 512}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 64}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 1024}),
     ("reduce_tree", honest_reduce_tree_sequential, {}),
     ("reduce_tree", honest_reduce_tree_unrolled, {}),
     ("reduce_tree", honest_reduce_shared_atomic, {}),

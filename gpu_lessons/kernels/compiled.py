@@ -108,6 +108,11 @@ class CompiledKernel:
     log: str = field(default="", repr=False)
 
     @property
+    def registers(self) -> int:
+        """Registers per thread (:attr:`registers_per_thread`)."""
+        return self.registers_per_thread
+
+    @property
     def spills(self) -> bool:
         """True when ptxas stored registers to local memory (device memory, cached in L1/L2)."""
         return self.spill_store_bytes > 0 or self.spill_load_bytes > 0

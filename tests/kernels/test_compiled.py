@@ -73,7 +73,7 @@ def test_a_repeated_python_line_maps_to_each_occurrence_in_turn():
 def test_compile_reports_resources_and_ptx():
     ck = compile(tiled, *_args())
     assert isinstance(ck, CompiledKernel) and ck.kernel == "tiled" and ck.arch == "sm_90"
-    assert 4 <= ck.registers_per_thread <= 32
+    assert 4 <= ck.registers_per_thread == ck.registers <= 32
     assert ck.static_shared_bytes == 128 * 4 and ck.barriers == 1
     assert ck.local_bytes == ck.spill_store_bytes == ck.spill_load_bytes == 0 and not ck.spills
     assert ".target sm_90" in ck.ptx and "bar.sync" in ck.ptx

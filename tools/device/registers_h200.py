@@ -180,17 +180,31 @@ class _Driver:
             self.cudart.cudaLibraryUnload(lib)
 
 
-def _cupy_binary(cache: Path, before: set) -> tuple[str, bytes] | None:
-    """The binary CuPy cached for the last compile: (``"cubin"`` or ``"ptx"``, bytes).  CuPy
-    writes the MD5 of the binary (32 hex digits) and then the binary."""
+def _elf(data: bytes) -> bytes | None:
+    """The ELF file inside ``data`` (CuPy's cache file: a hash, then the binary, perhaps more),
+    cut to the length its header gives (section headers last: ``e_shoff + e_shnum *
+    e_shentsize``), since nvdisasm refuses trailing bytes."""
+    at = data.find(b"\x7fELF")
+    if at < 0 or len(data) < at + 64:
+        return None
+    head = data[at:at + 64]
+    shoff = int.from_bytes(head[0x28:0x30], "little")
+    size = shoff + int.from_bytes(head[0x3A:0x3C], "little") * int.from_bytes(head[0x3C:0x3E],
+                                                                              "little")
+    return data[at:at + size] if 64 <= size <= len(data) - at else data[at:]
+
+
+def _cupy_binary(cache: Path, before: set) -> tuple[str, bytes, bytes] | None:
+    """The binary CuPy cached for the last compile: (``"cubin"`` or ``"ptx"``, the binary, the
+    cache file's bytes as they are)."""
     new = [f for f in cache.rglob("*") if f.is_file() and f not in before]
     for f in sorted(new, key=lambda f: f.stat().st_mtime, reverse=True):
         data = f.read_bytes()
-        at = data.find(b"\x7fELF")
-        if at >= 0:
-            return "cubin", data[at:]
+        elf = _elf(data)
+        if elf is not None:
+            return "cubin", elf, data
         if b".version" in data:
-            return "ptx", data[32:] if len(data) > 32 else data
+            return "ptx", data[data.find(b"//"):] if b"//" in data else data, data
     return None
 
 
@@ -265,15 +279,18 @@ def device(folder: Path, out: Path) -> None:
             row["cupy"] = {key: int(v) for key, v in raw.attributes.items()}
             found = _cupy_binary(cache, before)
             if found is not None:
-                row["cupy"]["binary_kind"] = found[0]
-                row["cupy"]["binary"] = _b64(found[1])
-                row["cupy"]["binary_sha256"] = hashlib.sha256(found[1]).hexdigest()
-                if found[0] == "cubin" and tool:
-                    sass = cm.parse_sass(cm.disassemble(found[1], tool))
-                    row["cupy"]["device_nvdisasm_instructions"] = list(cm.sass_instructions(sass))
+                row["cupy"].update(binary_kind=found[0], binary=_b64(found[1]),
+                                   cache_file=_b64(found[2]),
+                                   binary_sha256=hashlib.sha256(found[1]).hexdigest())
         except Exception as exc:
             row["cupy"] = {"error": f"{type(exc).__name__}: {exc}",
                            "traceback": traceback.format_exc()[-1500:]}
+        try:   # the device's disassembler on CuPy's cubin, a check on the one used here
+            if row["cupy"].get("binary_kind") == "cubin" and tool:
+                sass = cm.parse_sass(cm.disassemble(_unb64(row["cupy"]["binary"]), tool))
+                row["cupy"]["device_nvdisasm_instructions"] = list(cm.sass_instructions(sass))
+        except Exception as exc:
+            row["cupy"]["device_nvdisasm_error"] = f"{type(exc).__name__}: {exc}"
         try:
             res = nv.compile_cubin(k["source"], ARCH, tuple(k["options"]))
             row["device_nvrtc"] = {**cm.ptxas_resources(res.log, name), "version": list(res.version),

@@ -107,3 +107,16 @@ def test_this_nvrtc_compiles_what_the_record_holds(puzzle):
     gpu = r["h200_cubin_cudaFuncGetAttributes"]
     assert (got["registers_per_thread"], got["local_bytes"], got["static_shared_bytes"]) == \
         (gpu["num_regs"], gpu["local_size_bytes"], gpu["shared_size_bytes"])
+
+
+@pytest.mark.parametrize("puzzle", sorted(ROWS))
+def test_cupys_own_compile_on_the_h200_agrees_where_the_record_has_it(puzzle):
+    """This record's CuPy step failed on the device (its cache file's bytes were not a cubin
+    nvdisasm would read, so the attributes were lost too); a re-record brings them, and then
+    they must be compile()'s."""
+    r = ROWS[puzzle]
+    cupy = r["h200_cupy_run_on_gpu"]
+    assert "num_regs" in cupy or "error" in cupy
+    if "num_regs" in cupy:
+        assert cupy["num_regs"] == r["compile"]["registers"]
+    assert r["h200_cupy_sass_equal"] in (None, True)

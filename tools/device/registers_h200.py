@@ -182,15 +182,19 @@ class _Driver:
 
 def _elf(data: bytes) -> bytes | None:
     """The ELF file inside ``data`` (CuPy's cache file: a hash, then the binary, perhaps more),
-    cut to the length its header gives (section headers last: ``e_shoff + e_shnum *
-    e_shentsize``), since nvdisasm refuses trailing bytes."""
+    cut to the length its header gives (the end of the section or program header table, which
+    NVRTC's cubins put last), since nvdisasm refuses trailing bytes."""
     at = data.find(b"\x7fELF")
     if at < 0 or len(data) < at + 64:
         return None
     head = data[at:at + 64]
-    shoff = int.from_bytes(head[0x28:0x30], "little")
-    size = shoff + int.from_bytes(head[0x3A:0x3C], "little") * int.from_bytes(head[0x3C:0x3E],
-                                                                              "little")
+
+    def field(lo, hi):
+        return int.from_bytes(head[lo:hi], "little")
+
+    # the section header table and the program header table, whichever ends later
+    size = max(field(0x28, 0x30) + field(0x3A, 0x3C) * field(0x3C, 0x3E),
+               field(0x20, 0x28) + field(0x36, 0x38) * field(0x38, 0x3A))
     return data[at:at + size] if 64 <= size <= len(data) - at else data[at:]
 
 
@@ -316,6 +320,12 @@ def _resources(d: dict) -> dict:
             "static_shared_bytes": d["static_shared_bytes"]}
 
 
+def _cupy_summary(cupy: dict) -> dict:
+    """CuPy's attributes (or its error) without the binaries."""
+    return {k: v for k, v in cupy.items()
+            if k not in ("binary", "cache_file", "device_nvdisasm_instructions", "traceback")}
+
+
 def record(raw_path: Path, manifest_path: Path, out: Path) -> None:
     """The record: per kernel, ``compile(..., ftz=False)`` (the cubin the H200 loaded) against the
     H200's attributes of that cubin, the device NVRTC's SASS against it, and ``compile()`` with
@@ -339,6 +349,10 @@ def record(raw_path: Path, manifest_path: Path, out: Path) -> None:
         dev_sass = (cm.sass_instructions(cm.parse_sass(cm.disassemble(_unb64(dev["cubin"]), tool)))
                     if "cubin" in dev else None)
         ck = compile(*worked[r["puzzle"]][:1], *worked[r["puzzle"]][1])
+        cupy = r.get("cupy", {})
+        cupy_sass = (cm.sass_instructions(cm.parse_sass(cm.disassemble(_unb64(cupy["binary"]),
+                                                                       tool)))
+                     if cupy.get("binary_kind") == "cubin" else None)
         rows.append({
             "puzzle": r["puzzle"], "kernel": r["kernel"], "size": local["size"],
             "compile_ftz_false": _resources(local),
@@ -353,6 +367,9 @@ def record(raw_path: Path, manifest_path: Path, out: Path) -> None:
                         "spill_load_bytes": ck.spill_load_bytes,
                         "static_shared_bytes": ck.static_shared_bytes},
             "h200_cupy_registers_2026_12_01": cupy_regs.get(r["puzzle"]),
+            "h200_cupy_run_on_gpu": _cupy_summary(cupy),
+            "h200_cupy_sass_equal": (list(cupy_sass) == list(ck.instructions)
+                                     if cupy_sass is not None else None),
             "sass": list(ck.instructions)})
         print(r["puzzle"], flush=True)
     data = {"what": "Registers, local and shared memory and SASS of every worked puzzle kernel "

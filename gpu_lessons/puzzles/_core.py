@@ -398,7 +398,8 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
     except _Failed as stop:
         return stop.result
     budgets = (*p.budgets, *_implicit(p, runs, _kernel.unread_atomic_lines(kernel)))
-    measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
+    measured = [(b, m) for b in budgets
+                if (m := _measure(b, runs, choices, kernel)) is not None]
     measures = tuple(m for _, (m, _, _) in measured)
     for b, (m, case, line) in measured:
         if not m.ok:
@@ -511,15 +512,22 @@ def _run_case(p: Puzzle, kernel, case: Case):
     return case, result
 
 
-def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | None:
-    """The budget on the measured cases: the first case that breaks it, else the last."""
+def _measure(b: Budget, runs, choices, kernel=None) -> tuple[Measure, Case, int | None] | None:
+    """The budget on the measured cases: the first case that breaks it, else the last.  A
+    metric that returns a third value sets the limit itself (one that depends on the kernel, as
+    occupancy's does on its registers); a budget whose ``params`` ask for the kernel's compiled
+    registers gets the kernel in its params."""
     metric = _metrics.METRICS[b.metric]
+    params = ({**b.params, "kernel": kernel} if b.params.get("registers") == "compiled"
+              else b.params)
     shown = None
     for case, result in runs:
         if not case.measured:
             continue
         limit = b.limit_for(case.size, choices)
-        value, line = metric.measure(result, case, b.array, b.params)
+        value, line, *own = metric.measure(result, case, b.array, params)
+        if own:
+            limit = float(own[0])
         ok = metric.within(value, limit)
         shown = (Measure(b.name, value, limit, ok,
                          f"{metric.show(value)}, budget {metric.relation(limit)} {metric.show(limit)}"),

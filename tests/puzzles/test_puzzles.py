@@ -897,7 +897,7 @@ BREAKERS = [
      "shuffle reads of inactive lanes"),
     ("ilp", ilp_one_at_a_time, {}, "loads_before_first_store",
      "global loads issued before the first store: 1 per warp, the budget is at least 4"),
-    ("occupancy", REF.occupancy_kernel, {"block": 1024}, "occupancy", "50 %"),
+    # blocks of 32: the 32-block limit holds 32 of 64 warps, whatever the registers
     ("occupancy", REF.occupancy_kernel, {"block": 32}, "occupancy", "50 %"),
     # 256 threads, but 1,056 B of tile + 44,000 B of spare shared memory (from byte 1,152):
     # 45,152 + 1,024 reserved = 46,176 -> 46,208 B per block; 233,472 // 46,208 = 5 blocks
@@ -1242,9 +1242,11 @@ def test_kernels_as_source_text_with_constants():
     # a whole notebook cell: the launch choice is read from its BLOCK = ... line
     cell = TOOL.solution_source(puzzles.find("occupancy"))
     assert puzzles.evaluate("occupancy", cell).passed
-    r = puzzles.evaluate("occupancy", cell.replace(f"BLOCK = {REF.BLOCK}", "BLOCK = 1024"))
+    r = puzzles.evaluate("occupancy", cell.replace(f"BLOCK = {REF.BLOCK}", "BLOCK = 32"))
     assert r.failure == "occupancy"
     assert puzzles.evaluate("occupancy", cell, block=32).failure == "occupancy"  # keyword wins
+    assert puzzles.evaluate("occupancy", cell.replace(f"BLOCK = {REF.BLOCK}", "BLOCK = 32"),
+                            block=REF.BLOCK).passed
     stub = puzzles.find("occupancy").stub()
     assert puzzles.evaluate("occupancy", stub).status == puzzles.NOT_ATTEMPTED
     r = puzzles.evaluate("occupancy", stub.replace("BLOCK = ...", "BLOCK = 128"))
@@ -1316,28 +1318,39 @@ def test_budget_limits_by_hand():
 
 
 def test_occupancy_is_judged_with_the_shared_memory_the_kernel_declares():
-    """The puzzle states registers (the simulator cannot count them) but measures shared memory:
-    the worked kernel's tile of block + 8 floats costs nothing at 256 threads, a spare array
-    costs occupancy, and the failure points at the line that declared it."""
+    """The puzzle compiles the kernel for its registers (the simulator cannot count them) and
+    measures shared memory: the worked kernel's tile of block + 8 floats costs nothing at 256
+    threads, a spare array costs occupancy, and the failure points at the line that declared
+    it."""
     r = puzzles.evaluate("occupancy", occupancy_spare_shared, block=256)
     assert r.correct and r.failure == "occupancy"
-    assert r.message.index("62.5 %") < r.message.index("the budget is at least 75 %")
+    assert r.message.index("62.5 %") < r.message.index("the budget is at least 100 %")
     first = occupancy_spare_shared.__code__.co_firstlineno
     assert r.line == first + 3                  # spare = t.shared(11000, ...)
     assert f"line {r.line}" in r.message
     (m,) = [m for m in puzzles.evaluate("occupancy", REF.occupancy_kernel, block=256).measures
             if "occupancy" in m.name]
-    assert m.value == 48 / 64                   # registers bind: 1,056 B of tile does not
+    assert m.value == m.limit == 1.0            # 20 registers: every warp fits at 256 threads
 
 
 def test_occupancy_budget_is_the_best_any_block_reaches():
-    """40 registers x 32 lanes = 1,280 per warp -> 16,384 // 1,280 = 12 warps per
-    sub-partition, 48 of 64 warps per SM: 75 %, and no block size does better."""
-    best = max(occupancy("9.0", threads_per_block=b, registers_per_thread=40,
-                         shared_mem_per_block=4 * (b + 8)).occupancy for b in range(32, 1025, 32))
-    assert best == 48 / 64
+    """The limit is the best occupancy over block sizes at the kernel's own registers: at the
+    worked kernel's 20 (24 allocated x 32 lanes = 768 per warp) every block size from 64 holds
+    64 of 64 warps; at 40 registers (1,280 per warp) 48 of 64 is the most any block reaches."""
+    from gpu_lessons.puzzles import lesson06
+
+    def best(registers):
+        return max(occupancy("9.0", threads_per_block=b, registers_per_thread=registers,
+                             shared_mem_per_block=4 * (b + 8)).occupancy
+                   for b in range(32, 1025, 32))
+
+    assert best(lesson06.BOX_REGISTERS) == 1.0 and best(40) == 48 / 64
     (b,) = [b for b in puzzles.find("occupancy").budgets if b.metric == "occupancy"]
-    assert b.limit == best
+    assert b.params["registers"] == "compiled"
+    assert b.params["fallback_registers"] == lesson06.BOX_REGISTERS == 20
+    r = puzzles.evaluate("occupancy", REF.occupancy_kernel, block=1024)
+    (m,) = [m for m in r.measures if "occupancy" in m.name]
+    assert r.passed and m.limit == best(lesson06.BOX_REGISTERS)
 
 
 # -- lesson sections, notebooks, and what ships ------------------------------------------------------
@@ -3188,9 +3201,10 @@ HONEST_VARIANTS = [
     ("occupancy", honest_occupancy_ends, {"block": 256}),
     ("occupancy", honest_occupancy_ends, {"block": 512}),
     ("occupancy", honest_occupancy_ends, {"block": 128}),
-    ("occupancy", honest_occupancy_one_thread_halo, {"block": 384}),
-    ("occupancy", honest_occupancy_halo_by_eight, {"block": 96}),
-    ("occupancy", honest_occupancy_halo_by_eight, {"block": 768}),
+    # at ~20 registers only blocks that divide 2,048 threads fill all 64 warps (384: 5 x 12 = 60)
+    ("occupancy", honest_occupancy_one_thread_halo, {"block": 512}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 64}),
+    ("occupancy", honest_occupancy_halo_by_eight, {"block": 1024}),
     ("reduce_tree", honest_reduce_tree_sequential, {}),
     ("reduce_tree", honest_reduce_tree_unrolled, {}),
     ("reduce_tree", honest_reduce_shared_atomic, {}),

@@ -55,7 +55,8 @@ from .cuda_types import (
     _ty_of_value,
     _wide,
 )
-from .lang import NP_DTYPES, Kernel, KernelLanguageError
+from .constructs import MATH_C, NP_DTYPES
+from .lang import Kernel, KernelLanguageError
 from .simt.lanes import ATOMIC_DTYPES
 
 # -- the translator ------------------------------------------------------------------------------

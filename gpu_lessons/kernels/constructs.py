@@ -16,8 +16,6 @@ function), its check in ``lang._Checker`` if it is new syntax, its C in ``cuda_e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 #: NumPy functions a kernel may call (element-wise math; each maps to a CUDA math function).
 NP_FUNCTIONS = frozenset({
     "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",

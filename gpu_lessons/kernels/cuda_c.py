@@ -164,7 +164,22 @@ def to_cuda(kernel, *args) -> CudaSource:
                 note = f", flattened row-major: {p.name}[{idx}] is {p.cname}[{flat}]"
             header.append(f"//   {p.name}: {p.dtype}[{shape}] -> {'' if p.written else 'const '}"
                           f"{p.ctype}*{note}")
-    header.append("// Integers (indices, Python ints) are 32-bit int; Python floats are double.")
+    header.append("// Integers (indices, Python ints) are 32-bit int; Python floats are double. A 32-bit")
+    header.append("// product or sum that overflows is undefined behaviour in C++ (the simulator, in 64")
+    header.append("// bits, does not overflow): for indices past 2**31 write")
+    header.append("// i = np.int64(t.block_idx.x) * t.block_dim.x + t.thread_idx.x (a long long).")
+    header.append("// threadIdx/blockIdx/blockDim/gridDim are unsigned: (int) where a value can be "
+                  "negative.")
+    if tr.fp64:
+        lines = sorted(tr.fp64)
+        where = ", ".join(str(n) for n in lines)
+        first = tr.fp64[lines[0]]
+        header.append(f"// computes in FP64 (double) on line{'s' if len(lines) > 1 else ''} "
+                      f"{where}: {first}{' ...' if len(lines) > 1 else ''};")
+        header.append("// FP64 runs at 1/2 of FP32's rate on an H200 and 1/64 on consumer GPUs; "
+                      "write")
+        header.append("// t.local(0.0, np.float32) or acc = 0.0 then acc += x[i] for float "
+                      "arithmetic.")
     header.append("// Compile with -fmad=false for results bit-identical to the simulator's "
                   "(NumPy rounds")
     header.append("// a * b + c twice; a fused multiply-add rounds once).")

@@ -312,13 +312,13 @@ def _refused(src, args, construct):
 X = (np.ones(32, np.float32), np.zeros(32, np.float32))
 
 
-def test_per_lane_value_in_a_python_if_is_refused():
+def test_per_lane_range_is_refused_with_the_while_form():
     err = _refused("""
     def k(t, x, out):
-        if x[t.thread_idx.x] > 0:
+        for j in range(t.thread_idx.x):
             out[0] = 1.0
     """, X, "per-lane condition")
-    assert "t.if_" in str(err) and err.lineno == 3
+    assert "while j < stop" in str(err) and err.lineno == 3
 
 
 def test_an_integer_literal_beyond_32_bits_is_refused_at_its_line():
@@ -352,26 +352,34 @@ def test_a_variable_that_changes_type_is_refused():
     """, X, "variable type")
 
 
-def test_per_lane_python_logic_is_refused():
-    _refused("""
+def test_and_or_not_take_conditions():
+    err = _refused("""
     def k(t, x, out):
         i = t.thread_idx.x
-        out[i] = 1.0 if (i > 2 and i < 5) else 0.0
-    """, X, "and/or on lanes")
-    _refused("""
+        out[i] = 1.0 if x[i] and i < 5 else 0.0
+    """, X, "and operand")
+    assert "(x[i] != 0) and ..." in str(err) and err.lineno == 4
+    err = _refused("""
     def k(t, x, out):
-        i = t.thread_idx.x
-        with t.if_(0 < i < 5):
-            out[i] = 1.0
-    """, X, "chained comparison on lanes")
+        if not x[t.thread_idx.x]:
+            out[0] = 1.0
+    """, X, "not operand")
+    assert "x[t.thread_idx.x] == 0" in str(err)
+    _refused("""
+    def k(t, x, out, n):
+        out[0] = 1.0 if n or 3 else 0.0
+    """, (*X, 4), "and/or value")
+
+
+def test_conversions_of_lanes_and_mixed_uniform_arms_are_refused():
     _refused("""
     def k(t, x, out):
         out[0] = np.float32(x[t.thread_idx.x])
     """, X, "conversion of lanes")
     _refused("""
-    def k(t, x, out):
-        out[0] = max(x[t.thread_idx.x], 0.0)
-    """, X, "max on lanes")
+    def k(t, x, out, n):
+        out[0] = n if n > 2 else 0.5
+    """, (*X, 4), "conditional types")
 
 
 def test_loop_variable_used_after_its_loop_is_refused():
@@ -420,8 +428,8 @@ def test_run_on_gpu_without_a_gpu_prints_the_skip_line(monkeypatch, capsys):
     assert printed.startswith("No CUDA GPU (") and printed.endswith("runs without it.")
     assert not out.any()   # nothing ran, nothing was written
     with pytest.raises(KernelLanguageError):   # the translation still checks the kernel
-        kernels.run_on_gpu(_kernel("def k(t, x):\n    if x[0] > 0:\n        x[0] = 1.0\n"),
-                        1, 32, x)
+        kernels.run_on_gpu(_kernel("def k(t, x):\n    for j in range(t.lane):\n"
+                                   "        x[0] = 1.0\n"), 1, 32, x)
     with pytest.raises(ValueError, match="1024"):
         kernels.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
     # the launch is checked against CUDA's per-axis limits, as the simulator checks it
@@ -462,7 +470,7 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
     assert out[0].startswith(f'extern "C" __global__ void {p.kernel_name}(')
     assert out[-1].startswith("No CUDA GPU (")
     bad = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n"
-                  f"    if t.thread_idx.x > 0:\n        pass\n")
+                  f"    for j in range(t.thread_idx.x):\n        pass\n")
     with pytest.raises(KernelLanguageError):
         puzzles.run_on_gpu(p.id, bad)
 
@@ -470,8 +478,8 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
 def test_a_refused_kernel_shows_a_short_traceback():
     """The message names the learner's line; a notebook shows no translator frames above it."""
     def per_lane_if(t, x):
-        if x[t.thread_idx.x] > 0:
-            x[0] = 1
+        for j in range(t.thread_idx.x):
+            x[j] = 1
 
     def imports(t, x):
         import os  # noqa: F401

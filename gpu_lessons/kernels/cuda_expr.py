@@ -428,7 +428,8 @@ class _Exprs:
             return _literal(const, r)
         self.note_fp64(e, r.ctype, const)
         x = _to(_int(a), r.ctype) if r.ctype != a.cty else _int(a)
-        text = f"{sym}{x.wrap(P_UNARY)}"
+        inner = x.wrap(P_UNARY)
+        text = f"{sym}({inner})" if inner[0] in "-~+" else f"{sym}{inner}"   # not --x
         if r.ctype in _SMALL:
             return E(f"({r.ctype})({text})", P_UNARY, r, r.ctype, False, const)
         return E(text, P_UNARY, r, x.cty if x.cty != "bool" else "int", False, const, a.effect)

@@ -345,9 +345,9 @@ __device__ {cty} py_ipow({cty} base, int exp)   // integer power, exp >= 0
 
 
 def _helper_minmax(cty: str, which: str) -> str:
-    op = ">=" if which == "maximum" else "<="
+    op = ">" if which == "maximum" else "<"
     return f"""\
-__device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either gives NaN
+__device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either gives NaN, b of two zeros
 {{
     return (a {op} b || a != a) ? a : b;
 }}

@@ -499,6 +499,7 @@ class _Translator(_Exprs):
                         isinstance(n.targets[0], ast.Name):
                     name = n.targets[0].id
                     if (name not in protected and name not in _names([n.value])
+                            and not getattr(n, "unpacked", False)
                             and occurrences(self.body, name) > occurrences(stmts[i:], name)
                             and not live_after(name, path)
                             and not (loop_body and _first_access(name, stmts) == "read")):

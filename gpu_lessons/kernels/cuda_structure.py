@@ -83,6 +83,7 @@ def _unpack(s: ast.Assign) -> list[ast.Assign]:
 
 def _assign_like(s: ast.Assign, name: str, value: ast.AST) -> ast.Assign:
     node = ast.Assign(targets=[ast.Name(name, ast.Store())], value=value)
+    node.unpacked = True   # one variable on both sides of the tuple: never split into two
     return ast.fix_missing_locations(ast.copy_location(node, s))
 
 

@@ -1,7 +1,7 @@
 """The guides' examples do what the guides say: docs/simulator.md's kernel runs as printed and its
-tables name only fields that exist, docs/kernel_language.md's tables are the constructs registry and every row's CUDA is what
-`to_cuda` writes for its Python,
-and the README's and instructors' guide's counts match the package.
+tables name only fields that exist, docs/kernel_language.md's tables are the constructs registry
+and every row's CUDA is what `to_cuda` writes for its Python, and the README's and instructors'
+guide's counts match the package.
 
 Expected values are derived by hand next to each assertion, not taken from the code's output.
 """
@@ -16,9 +16,8 @@ import pytest
 
 from gpu_lessons import puzzles
 from gpu_lessons.checks import evaluate
-from gpu_lessons.kernels import constructs
+from gpu_lessons.kernels import constructs, simt, to_cuda
 from gpu_lessons.kernels import lang as kernel_lang
-from gpu_lessons.kernels import simt, to_cuda
 from gpu_lessons.questions import templates
 from gpu_lessons.questions.types import Function
 

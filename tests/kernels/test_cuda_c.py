@@ -488,3 +488,102 @@ def test_a_refused_kernel_shows_a_short_traceback():
         with pytest.raises(KernelLanguageError, match=r"^line \d+: ") as info:
             kernels.to_cuda(kernel, np.zeros(4, np.float32))
         assert info.traceback[-1].name == "to_cuda"
+
+
+# -- plain Python, unsigned built-ins, FP64, shuffle offsets, 64-bit indices ------------------
+
+def test_unsigned_builtins_are_signed_where_a_value_can_be_negative():
+    k = _kernel("""
+    def k(t, x, f64, i64, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        f64[i] = (t.thread_idx.x - 5) * 0.5
+        i64[i] = t.thread_idx.x - 5
+        x[i] = t.where(t.thread_idx.x > n, 1.0, 0.0)
+    """)
+    args = (np.zeros(32, np.float32), np.zeros(32, np.float64), np.zeros(32, np.int64), -1)
+    body = kernels.to_cuda(k, *args).body
+    assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in body   # >= 0: left as written
+    assert "f64[i] = ((int)threadIdx.x - 5) * 0.5;" in body
+    assert "i64[i] = (int)threadIdx.x - 5;" in body
+    assert "(int)threadIdx.x > n ? 1.0 : 0.0" in body   # np.where of two Python floats: float64
+
+
+@needs_gxx
+def test_unsigned_builtins_give_the_simulators_values_on_the_cpu():
+    """The three cases the unsigned built-ins got wrong: -2.5 (not 2.1e9), 1 (not 0) for
+    threadIdx.x > -1, and -5 (not 4294967291) stored as int64."""
+    k = _kernel("""
+    def k(t, x, f64, i64, n):
+        i = t.thread_idx.x
+        f64[i] = (t.thread_idx.x - 5) * 0.5
+        i64[i] = t.thread_idx.x - 5
+        x[i] = t.where(t.thread_idx.x > n, 1.0, 0.0)
+    """)
+    args = [np.zeros(32, np.float32), np.zeros(32, np.float64), np.zeros(32, np.int64), -1]
+    cpu.run_cpu(kernels.to_cuda(k, *args), 1, 32, *args)
+    lanes = np.arange(32)
+    np.testing.assert_array_equal(args[1], (lanes - 5) * 0.5)
+    np.testing.assert_array_equal(args[2], lanes - 5)
+    np.testing.assert_array_equal(args[0], np.ones(32, np.float32))   # every lane > -1
+
+
+def test_fp64_is_named_in_the_header_with_its_lines():
+    k = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        acc = t.local(0.0)
+        acc[...] = acc + x[i]
+        out[i] = acc
+    """)
+    src = str(kernels.to_cuda(k, *X))
+    assert "// computes in FP64 (double) on line 5: acc[...] = acc + x[i];" in src
+    assert "1/2 of FP32's rate on an H200 and 1/64 on consumer GPUs" in src
+    assert "t.local(0.0, np.float32) or acc = 0.0 then acc += x[i]" in src
+    fixed = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        acc = 0.0
+        acc += x[i]
+        out[i] = acc
+    """)
+    src = kernels.to_cuda(fixed, *X)
+    assert "FP64" not in src and "float acc = 0.0f;" in src
+
+
+def test_the_header_says_what_a_32_bit_overflow_is_and_the_64_bit_index_is_long_long():
+    k = _kernel("""
+    def k(t, x, out, n):
+        i = np.int64(t.block_idx.x) * t.block_dim.x + t.thread_idx.x
+        big = np.int64(n) * n
+        out[i] = big % 7
+    """)
+    src = kernels.to_cuda(k, np.zeros(32, np.float32), np.zeros(32, np.int64), 100_000)
+    assert "undefined behaviour in C++" in src
+    assert "long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;" in src.body
+    assert "long long big = (long long)n * n;" in src.body
+
+
+@needs_gxx
+def test_shuffle_offsets_pass_through_and_use_their_low_5_bits():
+    k = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        v = x[i]
+        out[4 * i] = t.shfl_down(v, 33)
+        out[4 * i + 1] = t.shfl_up(v, 34)
+        out[4 * i + 2] = t.shfl_xor(v, 35)
+        out[4 * i + 3] = t.shfl_idx(v, -1)
+    """)
+    x, out = np.arange(32, dtype=np.float32), np.zeros(128, np.float32)
+    src = kernels.to_cuda(k, x, out)
+    for call in ("__shfl_down_sync(0xffffffff, v, 33)", "__shfl_up_sync(0xffffffff, v, 34)",
+                 "__shfl_xor_sync(0xffffffff, v, 35)", "__shfl_sync(0xffffffff, v, -1)"):
+        assert call in src.body
+    cpu.run_cpu(src, 1, 32, x, out)
+    lane = np.arange(32)
+    got = out.reshape(32, 4)
+    # PTX shfl.sync: offset & 31; a source past the warp's end gives the lane its own value
+    np.testing.assert_array_equal(got[:, 0], np.where(lane + 1 < 32, lane + 1, lane))
+    np.testing.assert_array_equal(got[:, 1], np.where(lane - 2 >= 0, lane - 2, lane))
+    np.testing.assert_array_equal(got[:, 2], lane ^ 3)
+    np.testing.assert_array_equal(got[:, 3], np.full(32, 31))

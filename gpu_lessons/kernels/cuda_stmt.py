@@ -104,7 +104,8 @@ class _Translator(_Exprs):
                         f"`{name}` is assigned a value that is the same for the whole warp "
                         f"inside t.if_/t.else_/t.while_, which Python runs for every warp "
                         f"whatever the lanes' conditions (so every lane would see the change, "
-                        f"in CUDA only the lanes that took the branch); declare it per lane "
+                        f"in CUDA only the lanes that took the branch); write the branch as a "
+                        f"plain `if` (each lane keeps its own {name}), or declare it per lane "
                         f"with {name} = t.local(...) before the branch and write "
                         f"{name}[...] = ... inside")
         T = v.ty.ctype if not (v.param and v.ty.np == "pybool") else "int"

@@ -1,7 +1,7 @@
 """The kernel language: what validate accepts, what it refuses (one test per construct class),
 and that the grader's compile helper gives a function in a clean namespace.
 
-The expectations are written from the language's rules in gpu_lessons/kernel_lang.py's
+The expectations are written from the language's rules in gpu_lessons/kernels/lang.py's
 docstring (and docs/kernel_language.md), not from the checker's output.
 """
 

@@ -199,7 +199,7 @@ def test_profile_metrics_against_ncu(validation):
     # the share of kernels within 15 % of ncu, as docs/performance_model.md quotes
     assert np.mean(close["dram__bytes_read.sum"]) >= 0.85
     assert np.mean(close["lts__t_sectors_srcunit_tex.sum"]) >= 0.6
-    assert np.mean(close["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"]) >= 0.75
+    assert np.mean(close["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"]) >= 0.6
 
 
 def test_profile_report_has_ncu_sections_and_names():

@@ -125,7 +125,7 @@ def test_a_gpu_without_calibration_uses_its_datasheet_and_says_so():
 
 
 def test_validation_kernels_within_the_recorded_errors(validation):
-    ratios, median, within, worst = _errors(validation)
+    _, median, within, worst = _errors(validation)
     # docs/performance_model.md quotes these figures (the record, not a target)
     assert median <= 0.25, median
     assert within >= 0.60, within
@@ -133,7 +133,7 @@ def test_validation_kernels_within_the_recorded_errors(validation):
 
 
 def test_puzzle_kernels_within_the_recorded_errors(puzzles):
-    ratios, median, within, worst = _errors(puzzles)
+    _, median, within, worst = _errors(puzzles)
     assert median <= 0.25, median
     assert within >= 0.55, within
     assert worst < 3.0, worst
@@ -265,7 +265,7 @@ def test_a_sample_that_cannot_speak_for_the_grid_says_so():
 
 def test_bad_input_names_the_parameter():
     a, out, n = _copy_args(1024)
-    with pytest.raises(ValueError, match="gpu|GPU"):
+    with pytest.raises(ValueError, match=r"gpu|GPU"):
         perf.predict_time(perf_kernels.pv_copy, 4, 256, a, out, n, gpu="no such GPU")
     with pytest.raises(TypeError, match="exact"):
         perf.predict_time(perf_kernels.pv_copy, 4, 256, a, out, n, exact="yes")
@@ -283,3 +283,32 @@ def test_the_package_exposes_the_model():
     a, out, n = _copy_args(1024)
     p = gpu_lessons.predict_time(perf_kernels.pv_copy, 4, 256, a, out, n)
     assert isinstance(p, perf.TimePrediction) and "µs" in repr(p) and p.line()
+
+
+# -- where the learner meets it -------------------------------------------------------------------
+
+
+def test_the_worked_puzzle_table_is_the_record_and_the_model(puzzles):
+    from gpu_lessons.perf import lesson
+
+    runs = _load("h200_perf_validation.json")["puzzle_runs"]
+    for name, (pred, _, _) in puzzles.items():
+        rec = lesson.recorded(name)
+        assert rec["measured_us"] == runs[name]["measured_us"]
+        assert rec["predicted_us"] == pytest.approx(pred.us, rel=0.1), name
+    table = lesson.worked_table(["blocks", "reduce_warp_uniform"])
+    assert [r[0] for r in table.rows] == ["blocks", "reduce_warp_uniform"]
+    with pytest.raises(ValueError, match="puzzle_ids"):
+        lesson.worked_table(["no_such_puzzle"])
+
+
+def test_a_passed_check_prints_the_model_line(capsys):
+    from gpu_lessons import puzzles as pz
+
+    pk = _puzzle_cases()
+    kernel = pk["blocks"][0]
+    pz.check("blocks", kernel)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✓ blocks")
+    assert "model, H200 SXM at n = 16,777,216: your kernel" in out[1]
+    assert "the worked kernel measured 83 µs there" in out[1]

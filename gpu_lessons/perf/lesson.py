@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
+import tomllib
 from functools import cache
 from importlib import resources
-import tomllib
 
 from .._format import duration
 from .model import TimePrediction, predict_time

@@ -80,12 +80,7 @@ def _report(pred, x, exact) -> Profile:
     kernel_s = pred.seconds - pred.overhead
     rounds = -(-x["per_sm"] // x["resident"])
     warps = s.warps_per_block
-    # Little's law on blocks: resident on average = blocks x lifetime / time, at most the
-    # launch's residency (a block lives for its warps' dependent chain)
-    chain = pred.evidence["dependent chain per warp"][0]
-    full = x["per_sm"] / rounds if rounds else 0.0
-    average = min(full, x["per_sm"] * chain / kernel_s) if kernel_s > 0 and chain > 0 else full
-    achieved = average * warps / (occ.warps_per_sm / occ.occupancy if occ.occupancy else 64)
+    achieved = x["per_sm"] * warps / (rounds * 64) if rounds else 0.0
     lanes = total(lambda b: b.stats.get("active_lanes", 0.0))
     instr = total(lambda b: b.stats["instructions"])
     muls = total(lambda b: b.mix.get("fp32_mul", 0.0))

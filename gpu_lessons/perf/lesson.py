@@ -2,79 +2,37 @@
 
 * :func:`puzzle_prediction` -- a puzzle kernel's predicted time at the puzzle's GPU size, on
   the inputs ``run_on_gpu`` would use, with no GPU;
-* :func:`check_line` -- the line a passed puzzle check prints: the learner's kernel predicted
-  on an H200 beside the worked kernel's recorded H200 time;
-* :func:`recorded` -- the worked kernels' H200 times (``data/perf_calibration.toml``,
-  ``[worked_puzzles.H200]``, from ``tests/data/h200_perf_validation.json``).
+* :func:`worked_table` -- the worked kernels' recorded H200 times beside the model's;
+* :func:`ncu_beside` -- a simulated report beside Nsight Compute's for a worked kernel;
+* :mod:`.check` -- the line a passed puzzle check prints.
 """
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from importlib import resources
 
 from .._format import duration
-from .model import TimePrediction, predict_time
+from .check import SMS, recorded
+from .model import TimePrediction
 
-#: The SM count the puzzles' GPU launches are sized for when no GPU is present (the H200's).
-SMS = 132
+__all__ = ["SMS", "ncu_beside", "puzzle_prediction", "recorded", "worked_table"]
 
 
 def puzzle_prediction(puzzle_id: str, kernel, *, gpu: str = "H200", seed: int = 0,
                       **choices) -> TimePrediction:
     """``kernel`` on puzzle ``puzzle_id`` at its ``gpu_size`` and GPU launch, predicted."""
     from .. import puzzles
-    from ..puzzles import _kernel
+    from .check import prediction
 
-    p = puzzles.find(puzzle_id)
-    if isinstance(kernel, str):
-        kernel = _kernel.kernel_from_source(kernel)
-    size = dict(p.gpu_size)
-    args = p.make_inputs(size, seed=seed)
-    grid, block = p.launch(**size, **choices)
-    if p.gpu_launch is not None:
-        grid, block = p.gpu_launch(SMS, **size, **choices)
-    return predict_time(kernel, grid, block, *args.values(), gpu=gpu)
-
-
-@cache
-def _worked() -> dict:
-    text = resources.files("gpu_lessons").joinpath("data/perf_calibration.toml").read_text(
-        "utf-8")
-    return tomllib.loads(text).get("worked_puzzles", {})
-
-
-def recorded(puzzle_id: str, gpu: str = "H200") -> dict | None:
-    """The worked kernel's record on ``gpu`` (``measured_us``, ``predicted_us``,
-    ``limiter``), or ``None``."""
-    return _worked().get(gpu, {}).get(puzzle_id)
-
-
-def check_line(puzzle_id: str, kernel, **choices) -> str | None:
-    """``  on an H200 at n = ...: predicted 81.3 µs (launch overhead); the worked kernel
-    measured 83.0 µs there`` -- or ``None`` if the model cannot run this kernel."""
-    from .. import puzzles
-
-    try:
-        pred = puzzle_prediction(puzzle_id, kernel, **choices)
-    except Exception:  # a check never fails because the model could not follow a kernel
-        return None
-    p = puzzles.find(puzzle_id)
-    size = ", ".join(f"{k} = {v:,}" for k, v in p.gpu_size.items())
-    text = (f"  model, {pred.gpu} at {size}: your kernel {duration(pred.seconds)}, limited by "
-            f"{pred.limiter}")
-    rec = recorded(puzzle_id)
-    if rec is not None:
-        text += (f"; the worked kernel measured {duration(rec['measured_us'] * 1e-6)} there "
-                 f"(model: {duration(rec['predicted_us'] * 1e-6)})")
-    return text
+    return prediction(puzzles.find(puzzle_id), kernel, gpu=gpu, seed=seed, **choices)
 
 
 def worked_table(puzzle_ids=None, gpu: str = "H200"):
     """The worked puzzle kernels' recorded times beside the model's predictions, as a table
     (``puzzle_ids``: which, default all recorded)."""
     from .._format import html_table, ratio
+    from .check import _worked
 
     table = _worked().get(gpu, {})
     ids = list(table) if puzzle_ids is None else list(puzzle_ids)

@@ -99,9 +99,9 @@ def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:
     if result.passed or (result.status == NOT_ATTEMPTED and not strict):
         print(result.message)
         if result.passed:   # the performance model's line: this kernel on an H200, no GPU
-            from ..perf.lesson import check_line
+            from ..perf.check import check_line
 
-            line = check_line(puzzle_id, kernel, **choices)
+            line = check_line(find(puzzle_id), kernel, **choices)
             if line:
                 print(line)
     else:

@@ -75,7 +75,7 @@ def _sm_vs_core():
 
 
 def _parity_over_warp():
-    from .simt_kernels import simulate
+    from .kernels.simt.examples import simulate
     parity, by_warp = simulate("branch_by_parity", iters=256), simulate("branch_by_warp", iters=256)
     p, w = parity.sim.instructions, by_warp.sim.instructions
     return p / w, (f"the warp simulator, 256 multiply-adds per path, one block of 256 threads: "

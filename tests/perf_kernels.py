@@ -2,7 +2,7 @@
 mechanism the model claims to capture, each with its full-size launch and inputs.
 
 ``tools/device/perf_calibration.py`` times every one on a GPU with
-``gpu_lessons.cuda.run_on_gpu`` (and profiles it with Nsight Compute); the record is
+``gpu_lessons.kernels.run_on_gpu`` (and profiles it with Nsight Compute); the record is
 ``tests/data/h200_perf_validation.json`` and ``tests/test_perf_model.py`` replays it against
 ``gpu_lessons.predict_time``.  Nothing in the model is fitted to these times.
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_lessons import kernel_lang, puzzles, simt
+from gpu_lessons import puzzles
 from gpu_lessons.checks import evaluate
-from gpu_lessons.cuda import to_cuda
+from gpu_lessons.kernels import lang as kernel_lang
+from gpu_lessons.kernels import simt, to_cuda
 from gpu_lessons.questions import templates
 from gpu_lessons.questions.types import Function
 

@@ -319,9 +319,9 @@ def test_spill_record_is_what_this_nvrtc_compiles():
     differently: then rerun tools/record_register_spills.py and update measured.toml)."""
     import importlib.util
 
-    from gpu_lessons import cuda
+    from gpu_lessons.kernels import nvrtc
 
-    if cuda.nvrtc_library() is None:
+    if nvrtc.nvrtc_library() is None:
         pytest.skip("NVRTC is not installed (the test extra brings it)")
     spec = importlib.util.spec_from_file_location("record_register_spills",
                                                   ROOT / "tools" / "record_register_spills.py")

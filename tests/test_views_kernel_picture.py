@@ -5,7 +5,7 @@ import pytest
 from bokeh.models import ColorBar, ColumnDataSource, Div
 from bokeh.plotting import figure as Figure
 
-from gpu_lessons import simt
+from gpu_lessons.kernels import simt
 from gpu_lessons.views import simt as simt_view
 from gpu_lessons.views.kernel_picture import kernel_picture, sector_outlines
 

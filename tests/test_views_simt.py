@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_lessons.simt_kernels import KERNELS, simulate
+from gpu_lessons.kernels.simt.examples import KERNELS, simulate
 from gpu_lessons.views import simt as view
 from gpu_lessons.views.simt import INACTIVE, simt_explorer
 

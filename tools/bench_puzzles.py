@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpu_lessons import puzzles, simt  # noqa: E402
+from gpu_lessons import puzzles  # noqa: E402
+from gpu_lessons.kernels import simt  # noqa: E402
 
 OUT = ROOT / "docs" / "measured" / "puzzles_benchmark.md"
 TARGET_S = 2.0

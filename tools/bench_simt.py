@@ -11,7 +11,7 @@ warp instructions (``SimResult.instructions``); instructions/s = instructions / 
 time.  The CPU column is the process's CPU time (all its threads), which a busy machine
 disturbs less than wall time; the wall time also counts waiting, e.g. for thread hand-offs.
 
-The kernels: every teaching kernel of :mod:`gpu_lessons.simt_kernels` at its default size,
+The kernels: every teaching kernel of :mod:`gpu_lessons.kernels.simt.examples` at its default size,
 a 64 x 64 matrix multiply (naive, and with 16 x 16 shared-memory tiles: 16 blocks x 8 warps,
 4 tiles of 16 multiply-adds), a sequential-addressing reduction of 4096 floats, and, where
 the simulator has them, a 256-bin histogram with shared-memory atomics and a warp-shuffle
@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from gpu_lessons import simt
-from gpu_lessons import simt_kernels as K
+from gpu_lessons.kernels import simt
+from gpu_lessons.kernels.simt import examples as K
 
 N = 64       # matrix edge
 TILE = 16    # matmul tile edge

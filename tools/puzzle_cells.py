@@ -42,7 +42,7 @@ simulator, as lesson 02's leaky ReLU does (`t.thread_idx`, `t.return_if`, `t.if_
 else a kernel may use — shared memory (`t.shared`), barriers (`t.sync`), per-lane variables
 (`t.local`), loops (`t.while_`), atomics, warp shuffles — is listed with its CUDA C counterpart in
 `docs/kernel_language.md`, and explained in `help(gpu_lessons.simt)`. Kernels are checked against
-that language first: the same rules `gpu_lessons.cuda.to_cuda` needs to turn them into CUDA C.
+that language first: the same rules `gpu_lessons.kernels.to_cuda` needs to turn them into CUDA C.
 
 The check cell prints **✓** when the kernel is *correct* — the spec's output on several random
 inputs, including sizes that leave blocks part-empty, with no race and no read of shared memory

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpu_lessons import cuda  # noqa: E402  (the repository's package, not an installed one)
+from gpu_lessons.kernels import nvrtc  # noqa: E402  (the repository's package, not an installed one)
 from gpu_lessons.measure.cuda_sources import OCCUPANCY_SOURCE  # noqa: E402
 
 KERNEL = "occ_regs"
@@ -43,7 +43,7 @@ _USED = re.compile(r"Used (\d+) registers")
 
 def nvrtc_version() -> str:
     """NVRTC's own version, e.g. ``"12.9"``."""
-    lib = cuda.nvrtc_library()
+    lib = nvrtc.nvrtc_library()
     if lib is None:
         raise SystemExit("NVRTC is not installed: pip install -e '.[test]'")
     major, minor = ctypes.c_int(), ctypes.c_int()
@@ -71,7 +71,7 @@ def ptxas_report(log: str, kernel: str = KERNEL) -> dict:
 def record() -> dict:
     rows = []
     for cap in CAPS:
-        result = cuda.compile_ptx(OCCUPANCY_SOURCE, ARCH, options=options(cap))
+        result = nvrtc.compile_ptx(OCCUPANCY_SOURCE, ARCH, options=options(cap))
         if not result.ok:
             raise SystemExit(f"--maxrregcount={cap}: NVRTC failed:\n{result.log}")
         rows.append({"maxrregcount": cap, **ptxas_report(result.log)})

@@ -7,7 +7,7 @@ process (it is the learner's code).  :func:`evaluate_kernels` starts a fresh san
 receives only those sources, and in it :func:`main`
 
 1. runs ``gpu_lessons.puzzles.evaluate(puzzle_id, source, constants=..., **choices)``, which
-   checks the source with the kernel language (``gpu_lessons.kernel_lang``: no imports, no
+   checks the source with the kernel language (``gpu_lessons.kernels.lang``: no imports, no
    ``_`` attributes, only the documented ``t.`` API, a whitelist of ``np.`` names and
    builtins), defines it in a namespace holding only NumPy, the named numbers and the
    language's builtins, and judges it on the puzzle's cases and budgets;

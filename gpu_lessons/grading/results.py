@@ -40,10 +40,6 @@ class Grades:
     rows: tuple[Row, ...]
     seed: str | None = None
 
-    @property
-    def question_ids(self) -> tuple[str, ...]:
-        return self.columns
-
     def __repr__(self) -> str:
         title = f"chapter {self.chapter:02d}, " if self.chapter is not None else ""
         lines = [f"Grades({title}{len(self.rows)} submissions)"]

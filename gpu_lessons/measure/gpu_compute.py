@@ -293,14 +293,14 @@ def simt_from_raw(raw: dict) -> SimtTimings:
 
 def measure_simt_raw(names: Sequence[str] | None = None, *, repeats: int = 20,
                      budget_s: float = 1.0) -> dict:
-    """Time each kernel of ``gpu_lessons.simt_kernels.SIMT_CUDA_SOURCES`` at :data:`SIMT_SIZES`.
+    """Time each kernel of ``gpu_lessons.kernels.simt.examples.SIMT_CUDA_SOURCES`` at :data:`SIMT_SIZES`.
 
     Inputs, launch shape and NumPy's expected output come from ``simt_kernels.cuda_launch``;
     the measured launch's output is compared with it (``reduce_missing_sync`` may differ:
     that is its lesson).
     """
     cp = cupy_module()
-    from ..simt_kernels import SIMT_CUDA_SOURCES, cuda_launch
+    from ..kernels.simt.examples import SIMT_CUDA_SOURCES, cuda_launch
 
     names = list(SIMT_CUDA_SOURCES) if names is None else list(names)
     for name in names:

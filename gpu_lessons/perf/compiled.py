@@ -1,6 +1,6 @@
 """What the compiler makes of a kernel's translation, without a GPU: registers per thread.
 
-The translation (:func:`gpu_lessons.cuda.to_cuda`) is compiled for ``sm_90`` by NVRTC to a
+The translation (:func:`gpu_lessons.kernels.to_cuda`) is compiled for ``sm_90`` by NVRTC to a
 cubin, and the register count is read from the cubin's ``.nv.info`` attributes
 (``EIATTR_REGCOUNT``), the figure ``cuobjdump -res-usage`` prints and the CUDA runtime reports
 as ``cudaFuncAttributes.numRegs``.  This is the seam for the kernel toolchain's
@@ -20,7 +20,7 @@ EIFMT_SVAL = 4
 def cubin(source: str, arch: str = "sm_90", options=()) -> bytes:
     """NVRTC's cubin for CUDA C ``source`` (raises RuntimeError without NVRTC or on an
     error)."""
-    from ..cuda import nvrtc_library
+    from ..kernels.nvrtc import nvrtc_library
 
     lib = nvrtc_library()
     if lib is None:
@@ -71,7 +71,7 @@ def cubin_registers(data: bytes) -> dict[int, int]:
 
 @lru_cache(maxsize=256)
 def _registers_of_source(source: str, exact: bool) -> int:
-    from ..cuda import EXACT_OPTIONS
+    from ..kernels.cuda_types import EXACT_OPTIONS
 
     regs = cubin_registers(cubin(source, options=EXACT_OPTIONS if exact else ()))
     if not regs:
@@ -88,6 +88,6 @@ def registers(kernel, args, *, exact: bool = True) -> int:
     if toolchain_compile is not None:
         ck = toolchain_compile(kernel, *args, arch="sm_90")
         return int(ck.registers)
-    from ..cuda import to_cuda
+    from ..kernels import to_cuda
 
     return _registers_of_source(str(to_cuda(kernel, *args)), bool(exact))

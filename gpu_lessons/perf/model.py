@@ -1,7 +1,7 @@
 """Predict a kernel's GPU time from a simulated sample of its blocks and measured rates.
 
 :func:`predict_time` takes the arguments of a GPU run at full size and returns the time
-``gpu_lessons.cuda.run_on_gpu`` would measure (:class:`TimePrediction`), with the resource
+``gpu_lessons.kernels.run_on_gpu`` would measure (:class:`TimePrediction`), with the resource
 that sets it and the numbers behind it.  The model, per SM of the busiest SM (docs/
 performance_model.md has the derivation and its measured errors):
 

@@ -3,10 +3,10 @@
 A GPU launch of a million threads is far too long for the warp simulator, but its blocks
 mostly repeat one another: :func:`sample` runs the first block, the last ones (a partial block
 at the edge of the data behaves differently) and a few spread in between, each exactly as
-:func:`gpu_lessons.simt.run` would, on the full-size arrays (copies: the caller's arrays are
+:func:`gpu_lessons.kernels.run` would, on the full-size arrays (copies: the caller's arrays are
 not written).  It records, per sampled block:
 
-* the simulator's counts (:class:`gpu_lessons.simt_result.Stats`);
+* the simulator's counts (:class:`gpu_lessons.kernels.simt.Stats`);
 * the **instruction mix** of its arithmetic: every ``alu`` instruction classified by the
   NumPy operation and the element type it produced (float32 add/multiply, float32 division,
   ``exp``/``log``/``sqrt``..., the same for float64, integer);
@@ -42,9 +42,22 @@ CLASSES = ("fp32", "fp32_div", "fp32_sfu", "fp64", "fp64_div", "fp64_sfu", "int"
 
 
 def _simulator():
-    """The simulator's module (its internals: the block runner, warp context, lane values)."""
-    from .. import simt
-    return simt
+    """The simulator's internals this module drives (the block runner, the warp context, lane
+    values, the launch's checks), as one namespace."""
+    from types import ModuleType, SimpleNamespace
+
+    from ..kernels import simt as package
+    from ..kernels.simt import block, errors, lanes, launch, result, warp
+
+    return SimpleNamespace(
+        _dim3=launch._dim3, _kernel_params=launch._kernel_params, MAX_GRID_DIM=lanes.MAX_GRID_DIM,
+        MAX_BLOCK_DIM=lanes.MAX_BLOCK_DIM, MAX_THREADS_PER_BLOCK=lanes.MAX_THREADS_PER_BLOCK,
+        GLOBAL_ALIGN=lanes.GLOBAL_ALIGN, _GlobalArg=lanes._GlobalArg, _is_scalar=lanes._is_scalar,
+        Dim3=lanes.Dim3, _Sim=block._Sim, _BlockRun=block._BlockRun,
+        kernel_error=errors.kernel_error, WarpContext=warp.WarpContext, Lanes=lanes.Lanes,
+        SIM_FILES=lanes.SIM_FILES, _stats=result._stats,
+        modules=[m for m in (*vars(package).values(), package)
+                 if isinstance(m, ModuleType) and getattr(m, "Lanes", None) is lanes.Lanes])
 
 
 @dataclass
@@ -359,7 +372,8 @@ def _kernel_line(simt):
     import sys
 
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename in (simt._THIS_FILE, __file__):
+    while f is not None and (f.f_code.co_filename in simt.SIM_FILES
+                             or f.f_code.co_filename == __file__):
         f = f.f_back
     return None if f is None else f.f_lineno
 
@@ -406,6 +420,10 @@ class _Tracking:
         class PerfLanes(base):
             __slots__ = ("_d", "_ld")
 
+        # methods WarpContext defines itself are put back; inherited ones (the memory
+        # operations) are deleted again so the base class's show through
+        self._inherited = {n for n in ("_alu", "_assign", "_access", "_atomic", "sync")
+                     if n not in vars(simt.WarpContext)}
         self._orig = {"Lanes": base, "_alu": simt.WarpContext._alu,
                       "_access": simt.WarpContext._access,
                       "_assign": simt.WarpContext._assign,
@@ -502,9 +520,12 @@ class _Tracking:
         wrappers = {"_alu": _alu, "_assign": _assign, "_access": _access, "_atomic": _atomic,
                     "sync": sync}
         for name, fn in wrappers.items():
-            fn.__code__ = fn.__code__.replace(co_filename=simt._THIS_FILE)
             setattr(simt.WarpContext, name, fn)
-        simt.Lanes = PerfLanes
+        # the simulator's "which kernel line called me" walk steps over this file's frames
+        self._added_file = __file__ not in simt.SIM_FILES
+        simt.SIM_FILES.add(__file__)
+        for m in simt.modules:
+            m.Lanes = PerfLanes
         return self
 
     def finish_warps(self):
@@ -515,7 +536,13 @@ class _Tracking:
 
     def __exit__(self, *exc):
         simt = self.simt
-        simt.Lanes = self._orig["Lanes"]
+        for m in simt.modules:
+            m.Lanes = self._orig["Lanes"]
         for name in ("_alu", "_assign", "_access", "_atomic", "sync"):
-            setattr(simt.WarpContext, name, self._orig[name])
+            if name in vars(simt.WarpContext) and name not in self._inherited:
+                setattr(simt.WarpContext, name, self._orig[name])
+            else:
+                delattr(simt.WarpContext, name)
+        if self._added_file:
+            simt.SIM_FILES.discard(__file__)
         return False

@@ -2,7 +2,7 @@
 
 Each lesson's exercise notebook (02–08) ends with puzzles.  A puzzle states a spec (a NumPy
 statement), the kernel's signature and its launch; the learner writes the kernel from one
-thread's point of view (see :mod:`gpu_lessons.simt`) and checks it::
+thread's point of view (see :mod:`gpu_lessons.kernels.simt`) and checks it::
 
     from gpu_lessons import puzzles
 
@@ -119,7 +119,8 @@ def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
     Raises what the kernel raises (a ``KernelError`` at the learner's line) and
     ``KernelLanguageError`` for a kernel outside the language.
     """
-    from .. import kernel_lang, simt
+    from ..kernels import lang as kernel_lang
+    from ..kernels import simt
 
     p = find(puzzle_id)
     kernel_lang.validate(kernel)

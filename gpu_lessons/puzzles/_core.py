@@ -6,7 +6,7 @@ maker that works at any allowed size, the budgets, and the lesson sections that 
 
 :func:`judge` runs a kernel on every case and returns a :class:`PuzzleResult`:
 
-1. the kernel must be in the kernel language (``gpu_lessons.kernel_lang``);
+1. the kernel must be in the kernel language (``gpu_lessons.kernels.lang``);
 2. on every case it must run without error, race or read of unwritten shared memory, and
    match the spec element for element (the first wrong element is reported with the value
    it should hold);
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import simt
 from .._format import html_table
-from ..kernel_lang import KernelLanguageError
+from ..kernels import simt
+from ..kernels.lang import KernelLanguageError
 from . import _kernel, _metrics, _races
 
 PASSED = "passed"

@@ -1,9 +1,9 @@
 """The learner's kernel as an object: the stub test, the language check, its errors.
 
 Kernels arrive as functions (defined in a notebook cell) or as source text (the grader reads
-them out of a submitted notebook).  Either way :mod:`gpu_lessons.kernel_lang` checks them
+them out of a submitted notebook).  Either way :mod:`gpu_lessons.kernels.lang` checks them
 before they run — the rules ``to_cuda`` applies — and source text is compiled by
-:func:`gpu_lessons.kernel_lang.compile_kernel` in a namespace holding only NumPy, the plain
+:func:`gpu_lessons.kernels.lang.compile_kernel` in a namespace holding only NumPy, the plain
 numbers the caller passes and the language's builtins.
 """
 
@@ -14,15 +14,15 @@ import inspect
 import re
 import textwrap
 
-from .. import kernel_lang
-from ..simt import KernelError
+from ..kernels import lang as kernel_lang
+from ..kernels.simt import KernelError
 
 
 def kernel_from_source(source: str, constants: dict | None = None):
     """The function defined by ``source`` (one ``def`` in the kernel language).
 
     ``constants``: the plain numbers the kernel reads as globals (``{"TILE": 32}``).
-    Raises :class:`gpu_lessons.kernel_lang.KernelLanguageError` (a ``ValueError``) for
+    Raises :class:`gpu_lessons.kernels.lang.KernelLanguageError` (a ``ValueError``) for
     anything outside the language, naming the construct and the line.
     """
     return kernel_lang.compile_kernel(source, dict(constants or {}))

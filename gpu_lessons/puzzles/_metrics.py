@@ -1,6 +1,6 @@
 """The efficiency properties a budget can limit, each measured on a simulator run.
 
-Every metric reads the :class:`gpu_lessons.simt.SimResult` of one case and returns the value
+Every metric reads the :class:`gpu_lessons.kernels.simt.SimResult` of one case and returns the value
 and, where one line of the kernel is to blame, that line (the learner's own line number).
 Counts are the simulator's: a *request* is one warp-wide load or store instruction, a
 *sector* 32 bytes (``memory.global_load``), a *wavefront* one pass of the 32 banks
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .. import occupancy as _occupancy
 from .._format import percent, ratio
-from ..simt import WARP_SIZE
+from ..kernels.simt import WARP_SIZE
 
 _COALESCING_SECTION = (4, "2. Coalescing: how many sectors does one request cost?")
 

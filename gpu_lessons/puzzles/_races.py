@@ -33,7 +33,7 @@ def global_race(result) -> tuple[str, int | None] | None:
     """``(message, line)`` for the first global element two blocks (or two warps of a block
     between the same barriers) race on, else ``None``.
 
-    ``result``: a :class:`gpu_lessons.simt.SimResult` of a run with ``record_indices=True``.
+    ``result``: a :class:`gpu_lessons.kernels.simt.SimResult` of a run with ``record_indices=True``.
     Two passes over the run, constant work per lane: for each element, the first two blocks
     that stored it, and per block and barrier interval the first two warps (one other than the
     accessing one is all a race needs).

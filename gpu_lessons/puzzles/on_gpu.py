@@ -1,6 +1,6 @@
 """Run a puzzle's kernel on a real GPU: the learner's own kernel, translated to CUDA C.
 
-:func:`run_on_gpu` translates the kernel (:func:`gpu_lessons.cuda.to_cuda`), runs it at the
+:func:`run_on_gpu` translates the kernel (:func:`gpu_lessons.kernels.to_cuda`), runs it at the
 puzzle's ``gpu_size`` on inputs from the puzzle's input maker, checks the outputs against the
 puzzle's spec, and sets the measured time beside what the models predicted:
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import _validate
 from .._format import duration, flop_rate, percent, ratio, si
-from ..cuda import memory_model_text
+from ..kernels.gpu import memory_model_text
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def predicted_work(p, kernel, size: dict, nbytes: int, *, seed: int = 0, **choic
     ``nbytes``): the simulator's totals at the puzzle's first size, the bytes its sectors move
     scaled to ``size`` by the arrays' bytes, and the spec's FLOPs at ``size`` (0 where the
     puzzle does not count them)."""
-    from .. import simt
+    from ..kernels import simt
 
     small = dict(p.sizes[0])
     small_args = p.make_inputs(small, seed=seed)
@@ -141,10 +141,11 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
 
     ``show_source``: first print the kernel as CUDA C, each line with the Python line it came
     from (GPU or not: the translation is what a learner without a GPU gets from this cell).
-    ``exact``: compile with ``-fmad=false`` (as :func:`gpu_lessons.cuda.run_on_gpu` does by
+    ``exact``: compile with ``-fmad=false`` (as :func:`gpu_lessons.kernels.run_on_gpu` does by
     default); ``False`` lets the compiler fuse multiply-adds, as nvcc does, which makes
     multiply-add-bound kernels faster (the output is still checked against the spec)."""
-    from .. import cuda, roofline
+    from .. import kernels as cuda
+    from .. import roofline
     from ..measure.gpu import catalog_gpu, skip_line
     from . import _kernel, find
 

@@ -2,7 +2,7 @@
 
 References come from the GPU catalog (:mod:`gpu_lessons.hardware`), the compute-capability
 table and occupancy calculator (:mod:`gpu_lessons.occupancy`) and the SIMT simulator
-(:mod:`gpu_lessons.simt`, :mod:`gpu_lessons.simt_kernels`).
+(:mod:`gpu_lessons.kernels.simt`, :mod:`gpu_lessons.kernels.simt.examples`).
 
 SIMT efficiency = sum of active lanes over issued warp instructions / (32 x instructions),
 Nsight Compute's "Avg. Active Threads Per Warp" / 32 (CUDA C++ Programming Guide, "SIMT
@@ -18,9 +18,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..hardware import gpu as lookup
+from ..kernels import run
+from ..kernels.simt.examples import simulate
 from ..occupancy import compute_capability, occupancy
-from ..simt import run
-from ..simt_kernels import simulate
 from ._common import gpus, max_threads_per_sm
 from .types import Choice, Function, Mistake, Number, Question, Vary
 
@@ -382,7 +382,7 @@ QUESTIONS = (
                "`tid = threadIdx.x` and integer division, which condition gives the highest "
                "SIMT efficiency?\n\n{options}\n\n"
                "Answer `\"A\"`, `\"B\"`, `\"C\"` or `\"D\"` in `branch_choice`. (You can "
-               "test your reasoning with `gpu_lessons.simt.run`, or simply list which threads "
+               "test your reasoning with `gpu_lessons.kernels.run`, or simply list which threads "
                "of each warp take which path.)",
         vary=(Vary("order", _BRANCH_ORDERS, "which condition is lettered A, B, C and D"),),
         derive=_branch_fields,

@@ -1,7 +1,7 @@
 """The picture of a kernel run: one warp's lanes × issue slots, and a memory access map.
 
 ``kernel_picture(result, array, block, warp)`` builds a static bokeh layout (no widgets) from
-a :class:`~gpu_lessons.simt.SimResult`:
+a :class:`~gpu_lessons.kernels.simt.SimResult`:
 
 (a) the lanes × issue-slots grid of one warp, coloured by instruction kind, inactive lanes
     grey -- the same drawing as the SIMT explorer (:func:`gpu_lessons.views.simt.lane_cells`);
@@ -27,7 +27,7 @@ from bokeh.plotting import figure
 from jupyter_bokeh import BokehModel
 
 from .. import _validate
-from ..simt import WARP_SIZE, SimResult
+from ..kernels.simt import WARP_SIZE, SimResult
 from ._base import PALETTE
 from .simt import fit_steps, lane_cells, lanes_figure
 

@@ -1,12 +1,12 @@
 """SIMT explorer: a warp's lanes × issue slots, coloured by instruction kind or branch path.
 
-Each column is one warp instruction as :func:`gpu_lessons.simt_kernels.simulate` recorded it;
+Each column is one warp instruction as :func:`gpu_lessons.kernels.simt.examples.simulate` recorded it;
 each row is a lane.  A coloured cell is a lane that ran the instruction, a grey cell a lane the
 active mask switched off: divergence shows as columns that are partly grey, one path after the
 other.  The readout gives the run's totals straight from the simulator (``SimResult.stats``).
 
 :func:`lane_cells` and :func:`lanes_figure` draw that picture for any
-:class:`~gpu_lessons.simt.SimResult`; :mod:`gpu_lessons.views.kernel_picture` reuses them for
+:class:`~gpu_lessons.kernels.simt.SimResult`; :mod:`gpu_lessons.views.kernel_picture` reuses them for
 a learner's own kernel.
 """
 
@@ -20,8 +20,8 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .._format import percent
-from ..simt import WARP_SIZE
-from ..simt_kernels import BRANCHES, KERNELS, TRANSPOSES, simulate
+from ..kernels.simt import WARP_SIZE
+from ..kernels.simt.examples import BRANCHES, KERNELS, TRANSPOSES, simulate
 from ._base import PALETTE, Explorer, dropdown, slider
 
 #: Block sizes offered; the reductions need a power of two.  1024 is left out: simulating its

@@ -8,14 +8,14 @@ Needs CuPy and a CUDA GPU (and nothing from the network).  Two parts, each kerne
 ``try`` so one failure does not lose the others (its error is recorded instead):
 
 * **puzzles**: every puzzle's worked kernel (``solutions/puzzle_kernels.py``) translated by
-  ``gpu_lessons.cuda.to_cuda`` and compiled with ``-fmad=false``.  At the puzzle's small size it
+  ``gpu_lessons.kernels.to_cuda`` and compiled with ``-fmad=false``.  At the puzzle's small size it
   runs on the same inputs as the simulator and the outputs are compared **bit for bit**; where
   the kernel calls ``exp`` (CUDA's ``expf`` is within 2 ulp of the true value, NumPy's within
   about 1, so the last bit may differ) the comparison uses the puzzle's own tolerance and says
   so.  At the puzzle's ``gpu_size`` the output is compared with the spec (NumPy) within the
   puzzle's tolerance — sums there run in a different order than NumPy's pairwise sum — and the
   kernel is timed.
-* **teaching**: every kernel of ``gpu_lessons.simt_kernels`` at the sizes the lessons time
+* **teaching**: every kernel of ``gpu_lessons.kernels.simt.examples`` at the sizes the lessons time
   (``gpu_lessons.measure.gpu.SIMT_SIZES``), translated and hand-written (``SIMT_CUDA_SOURCES``),
   with the same launch (grid, block, dynamic shared memory).  The translation is timed twice:
   with ``-fmad=false`` (bit-identical to the simulator) and with NVRTC's defaults, the options
@@ -23,7 +23,7 @@ Needs CuPy and a CUDA GPU (and nothing from the network).  Two parts, each kerne
   15 %.  Beside them, the simulator's counts at the lesson's small size.
 
 Timing: CUDA events, the median of 20 runs after 2 warm-up runs, each run on inputs reset
-outside the timed window (``gpu_lessons.cuda.run_on_gpu``'s rule).
+outside the timed window (``gpu_lessons.kernels.run_on_gpu``'s rule).
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def _bits_equal(a, b) -> bool:
 def measure_puzzles(repeats: int) -> list[dict]:
     import numpy as np
 
-    from gpu_lessons import cuda, puzzles
-    from gpu_lessons.simt import run
+    from gpu_lessons import kernels, puzzles
+    from gpu_lessons.kernels.simt import run
 
     pk = _puzzle_kernels()
     rows = []
@@ -87,9 +87,9 @@ def measure_puzzles(repeats: int) -> list[dict]:
             grid, block = p.launch(**size, **choices)
             sim_args, gpu_args = _copy(args), _copy(args)
             sim = run(k, grid, block, *sim_args.values())
-            src = cuda.to_cuda(k, *gpu_args.values())
+            src = kernels.to_cuda(k, *gpu_args.values())
             tolerance = "expf(" in src.body or "exp(" in src.body
-            cuda.run_on_gpu(k, grid, block, *gpu_args.values(), repeats=1, warmup=0)
+            kernels.run_on_gpu(k, grid, block, *gpu_args.values(), repeats=1, warmup=0)
             exact = all(_bits_equal(sim_args[o], gpu_args[o]) for o in p.outputs)
             close = all(np.allclose(gpu_args[o], sim_args[o], rtol=p.rtol, atol=p.atol)
                         for o in p.outputs)
@@ -101,7 +101,7 @@ def measure_puzzles(repeats: int) -> list[dict]:
             big = p.make_inputs(None, seed=1)
             grid, block = p.launch(**p.gpu_size, **choices)
             expected = p.expected(big)
-            g = cuda.run_on_gpu(k, grid, block, *big.values(), repeats=repeats)
+            g = kernels.run_on_gpu(k, grid, block, *big.values(), repeats=repeats)
             spec_ok = all(np.allclose(big[o], expected[o], rtol=p.rtol, atol=p.atol)
                           for o in p.outputs)
             row.update(gpu_size=p.gpu_size, grid=_dims(grid), block=_dims(block),
@@ -124,7 +124,8 @@ def measure_teaching(repeats: int) -> list[dict]:
     import cupy as cp
     import numpy as np
 
-    from gpu_lessons import cuda, simt_kernels
+    from gpu_lessons import kernels
+    from gpu_lessons.kernels.simt import examples as simt_kernels
     from gpu_lessons.measure.gpu_compute import SIMT_SIZES, time_kernel
 
     rows = []
@@ -140,7 +141,7 @@ def measure_teaching(repeats: int) -> list[dict]:
             family = name.split("_")[0]
             launch = simt_kernels.cuda_launch(name, **SIMT_SIZES[family])
             k = simt_kernels.KERNELS[name]
-            src = cuda.to_cuda(k, *launch.inputs)
+            src = kernels.to_cuda(k, *launch.inputs)
             shared = src.dynamic_shared_bytes(launch.block, *launch.inputs)
             row.update(size=SIMT_SIZES[family], grid=list(launch.grid),
                        block=list(launch.block), shared_bytes=shared,
@@ -148,7 +149,7 @@ def measure_teaching(repeats: int) -> list[dict]:
             times = {}
             for label, exact in (("translated_exact", True), ("translated_default", False)):
                 ins = [a.copy() if isinstance(a, np.ndarray) else a for a in launch.inputs]
-                g = cuda.run_on_gpu(k, launch.grid, launch.block, *ins, repeats=repeats,
+                g = kernels.run_on_gpu(k, launch.grid, launch.block, *ins, repeats=repeats,
                                     exact=exact)
                 times[label] = g.timing.to_raw()
                 row[f"{label}_registers"] = g.registers_per_thread

@@ -8,10 +8,10 @@ Three parts, one command:
    translated by ``to_cuda`` and compiled with ``-fmad=false`` as ``run_on_gpu`` compiles them,
    each timed with CUDA events (median of 10 after 2 warm-ups; a 256 MiB write between runs
    evicts the L2 where a benchmark reads DRAM).  Launch overhead is timed through
-   ``gpu_lessons.cuda.run_on_gpu`` itself, since that is the harness the model predicts.
+   ``gpu_lessons.kernels.run_on_gpu`` itself, since that is the harness the model predicts.
    -> ``OUT_DIR/perf_microbench.json``
 2. **Validation timings**: every kernel of ``tests/perf_kernels.py`` through
-   ``gpu_lessons.cuda.run_on_gpu`` at full size (median of 20).
+   ``gpu_lessons.kernels.run_on_gpu`` at full size (median of 20).
    -> ``OUT_DIR/perf_validation.json``
 3. **Nsight Compute**: one launch of each validation kernel and of the 30 worked puzzle
    kernels (``solutions/puzzle_kernels.py`` at each puzzle's ``gpu_size``), under
@@ -39,7 +39,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import perf_kernels  # noqa: E402
 
-from gpu_lessons import cuda  # noqa: E402
+from gpu_lessons import kernels as cuda  # noqa: E402  (to_cuda, run_on_gpu)
+from gpu_lessons.kernels.cuda_types import EXACT_OPTIONS  # noqa: E402
+from gpu_lessons.kernels.gpu import launch_args  # noqa: E402
+from gpu_lessons.kernels.nvrtc import compile_ptx  # noqa: E402
 
 SMS = 132
 
@@ -464,8 +467,8 @@ def _time(kernel, grid, block, args, *, flush, repeats=10, warmup=2):
     from gpu_lessons.measure.gpu import compiled
 
     source = cuda.to_cuda(kernel, *args)
-    k = compiled(str(source), source.kernel_name, cuda.EXACT_OPTIONS)
-    dev = cuda.launch_args(source, args)
+    k = compiled(str(source), source.kernel_name, EXACT_OPTIONS)
+    dev = launch_args(source, args)
     scratch = cp.empty(1 << 26, cp.float32) if flush else None
     start, end = cp.cuda.Event(), cp.cuda.Event()
     samples = []
@@ -570,11 +573,11 @@ def ncu_launch():
     for name, kernel, grid, block, args in todo:
         try:
             source = cuda.to_cuda(kernel, *args)
-            k = compiled(str(source), source.kernel_name, cuda.EXACT_OPTIONS)
+            k = compiled(str(source), source.kernel_name, EXACT_OPTIONS)
             shared = source.dynamic_shared_bytes(block, *args)
             if shared > 48 * 1024:
                 k.max_dynamic_shared_size_bytes = shared
-            dev = cuda.launch_args(source, args)
+            dev = launch_args(source, args)
             g = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
             b = tuple(block) if isinstance(block, (tuple, list)) else (block,)
             k(g, b, tuple(dev), shared_mem=shared)
@@ -618,16 +621,16 @@ def dry():
     for name, (kernel, _grid, _block, args, _) in {**microbenchmarks(rng),
                                                  **second_microbenchmarks(rng)}.items():
         src = cuda.to_cuda(kernel, *args)
-        ok = cuda.compile_ptx(str(src))
+        ok = compile_ptx(str(src))
         print(f"  {name}: translated, {'compiles' if ok.ok else ok.log[:300]}")
     for name, (kernel, make, _) in perf_kernels.CASES.items():
         grid, block, args = make(rng)
         src = cuda.to_cuda(kernel, *args)
-        print(f"  validation {name}: {'compiles' if cuda.compile_ptx(str(src)).ok else 'FAILS'}")
+        print(f"  validation {name}: {'compiles' if compile_ptx(str(src)).ok else 'FAILS'}")
     for name, (kernel, grid, block, args) in puzzle_cases().items():
         src = cuda.to_cuda(kernel, *args)
         print(f"  puzzle {name} {grid} {block}: "
-              f"{'compiles' if cuda.compile_ptx(str(src)).ok else 'FAILS'}")
+              f"{'compiles' if compile_ptx(str(src)).ok else 'FAILS'}")
     del simt
 
 
@@ -669,7 +672,7 @@ def main(argv):
     with open(os.path.join(out_dir, "perf_microbench.json"), "w") as f:
         json.dump(micro, f, indent=1)
     print("validation:")
-    val = {"what": "tests/perf_kernels.py through gpu_lessons.cuda.run_on_gpu (exact=True), "
+    val = {"what": "tests/perf_kernels.py through gpu_lessons.kernels.run_on_gpu (exact=True), "
                    "median of 20", "runs": run_validation(), **head}
     with open(os.path.join(out_dir, "perf_validation.json"), "w") as f:
         json.dump(val, f, indent=1)

@@ -20,7 +20,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from gpu_lessons import cuda, puzzles  # noqa: E402
+from gpu_lessons import kernels, puzzles  # noqa: E402
 
 
 def warp_synchronous(t, x, out):
@@ -67,17 +67,17 @@ def split_by_syncwarp(t, x, out):
 
 
 def main(out: Path) -> None:
-    kernels = {"warp_synchronous (no t.syncwarp)": warp_synchronous,
+    variants = {"warp_synchronous (no t.syncwarp)": warp_synchronous,
                "split by t.syncwarp": split_by_syncwarp}
     p = puzzles.find("reduce")
     results = []
-    for label, kernel in kernels.items():
+    for label, kernel in variants.items():
         for exact in (True, False):
             for n in (1 << 24, 1 << 20):
                 args = p.make_inputs({"n": n}, seed=1)
                 expected = p.expected(args)["out"]
                 grid, block = p.launch(n=n)
-                run = cuda.run_on_gpu(kernel, grid, block, *args.values(), repeats=5,
+                run = kernels.run_on_gpu(kernel, grid, block, *args.values(), repeats=5,
                                       exact=exact)
                 got = args["out"]
                 bad = ~np.isclose(got, expected, rtol=p.rtol, atol=p.atol)

@@ -19,13 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpu_lessons import cuda, simt_kernels
-from gpu_lessons.kernel_lang import KernelLanguageError, compile_kernel
-from gpu_lessons.simt import run
+from gpu_lessons import kernels
+from gpu_lessons.kernels.lang import KernelLanguageError, compile_kernel
+from gpu_lessons.kernels.simt import examples as simt_kernels
+from gpu_lessons.kernels.simt import run
 
 cpu = pytest.importorskip("cuda_cpu", reason="tests/cuda_cpu.py is the CPU harness")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_gxx = pytest.mark.skipif(not cpu.available(), reason="g++ is needed to run CUDA C on the CPU")
 
 
@@ -52,7 +53,7 @@ def test_a_map_kernel_reads_like_hand_written_cuda():
         t.return_if(i >= n)
         out[i] = x[i] * 2.0
     """)
-    src = cuda.to_cuda(k, np.ones(8, np.float32), np.zeros(8, np.float32), 8)
+    src = kernels.to_cuda(k, np.ones(8, np.float32), np.zeros(8, np.float32), 8)
     code = [line.split("//")[0].rstrip() for line in src.body.splitlines()]
     assert code == ['extern "C" __global__ void scale(const float* x, float* out, int n)',
                     "{",
@@ -73,7 +74,7 @@ def test_a_map_kernel_reads_like_hand_written_cuda():
 
 def test_teaching_reduction_translates_to_harris_kernel_3():
     launch = simt_kernels.cuda_launch("reduce_sequential")
-    src = cuda.to_cuda(simt_kernels.reduce_sequential, *launch.inputs)
+    src = kernels.to_cuda(simt_kernels.reduce_sequential, *launch.inputs)
     code = [line.split("//")[0].strip() for line in src.body.splitlines()]
     for expected in ("extern __shared__ __align__(128) unsigned char dynamic_smem[];",
                      "float* sdata = (float*)dynamic_smem;",
@@ -85,7 +86,7 @@ def test_teaching_reduction_translates_to_harris_kernel_3():
 
 def test_fixed_tiles_are_static_shared_arrays_and_2d_arrays_are_flattened():
     launch = simt_kernels.cuda_launch("transpose_tiled_padded", 64)
-    src = cuda.to_cuda(simt_kernels.transpose_tiled_padded, *launch.inputs)
+    src = kernels.to_cuda(simt_kernels.transpose_tiled_padded, *launch.inputs)
     assert "__shared__ float tile[32][32 + 1];" in src.body
     assert "a[(y + j) * 64 + x]" in src.body          # a[y + j, x] on a 64 x 64 array
     assert "tile[threadIdx.x][threadIdx.y + j]" in src.body
@@ -99,7 +100,7 @@ def test_types_follow_numpy_promotion():
         i = t.thread_idx.x
         out[i] = x[i] * i + x[i] * alpha
     """)
-    body = cuda.to_cuda(k, np.ones(32, np.float32), np.zeros(32, np.float32), 0.5).body
+    body = kernels.to_cuda(k, np.ones(32, np.float32), np.zeros(32, np.float32), 0.5).body
     # float32 * int64 index is float64 in NumPy; float32 * (weak) Python float stays float32
     assert "(double)x[i] * i" in body
     assert "x[i] * (float)alpha" in body
@@ -112,7 +113,7 @@ def test_python_floor_division_and_modulo_use_helpers_unless_non_negative():
         i = t.thread_idx.x
         out[i] = (a[i] // n) + (a[i] % n) + i // 2 + i % 4
     """)
-    src = cuda.to_cuda(k, np.arange(32, dtype=np.int32), np.zeros(32, np.int32), 3)
+    src = kernels.to_cuda(k, np.arange(32, dtype=np.int32), np.zeros(32, np.int32), 3)
     assert "py_floordiv(a[i], n)" in src.body and "py_mod(a[i], n)" in src.body
     assert "i / 2" in src.body and "i % 4" in src.body
     assert "__device__ int py_floordiv(int a, int b)" in src
@@ -124,7 +125,7 @@ def test_float_literal_is_numpys_float32_rounding():
     def k(t, x):
         x[t.thread_idx.x] = x[t.thread_idx.x] + 16777217.0
     """)
-    assert "x[threadIdx.x] + 16777216.0f" in cuda.to_cuda(k, np.ones(4, np.float32)).body
+    assert "x[threadIdx.x] + 16777216.0f" in kernels.to_cuda(k, np.ones(4, np.float32)).body
 
 
 def test_print_is_shown_as_a_comment():
@@ -133,11 +134,11 @@ def test_print_is_shown_as_a_comment():
         print("lane", t.lane)
         x[t.thread_idx.x] = 1.0
     """)
-    assert "// print(...) runs in the simulator only" in cuda.to_cuda(k, np.ones(4, np.float32))
+    assert "// print(...) runs in the simulator only" in kernels.to_cuda(k, np.ones(4, np.float32))
 
 
 def test_html_display_highlights():
-    src = cuda.to_cuda(simt_kernels.reduce_sequential, *simt_kernels.cuda_launch(
+    src = kernels.to_cuda(simt_kernels.reduce_sequential, *simt_kernels.cuda_launch(
         "reduce_sequential").inputs)
     html = src._repr_html_()
     assert "<span" in html and "__syncthreads" in html
@@ -236,7 +237,7 @@ def semantics_runs():
     for name, (src, make, grid, block) in SEMANTICS.items():
         k = compile_kernel(textwrap.dedent(src))
         args = make(rng)
-        cases.append((name, k, args, grid, block, cuda.to_cuda(k, *args)))
+        cases.append((name, k, args, grid, block, kernels.to_cuda(k, *args)))
     for name in simt_kernels.KERNELS:
         if name == "reduce_missing_sync":   # a race: its answer depends on the schedule
             continue
@@ -244,7 +245,7 @@ def semantics_runs():
             simt_kernels.cuda_launch(name)
         k = simt_kernels.KERNELS[name]
         cases.append((name, k, launch.inputs, launch.grid, launch.block,
-                      cuda.to_cuda(k, *launch.inputs)))
+                      kernels.to_cuda(k, *launch.inputs)))
     launchers = cpu.build([c[-1] for c in cases])
     return [(*c, lau) for c, lau in zip(cases, launchers, strict=True)]
 
@@ -279,7 +280,7 @@ def test_every_puzzle_reference_kernel_gives_the_simulators_bits():
         size = p.sizes[0]
         args = p.make_inputs(size, seed=3)
         grid, block = p.launch(**size, **choices)
-        cases.append((p, k, args, grid, block, cuda.to_cuda(k, *args.values())))
+        cases.append((p, k, args, grid, block, kernels.to_cuda(k, *args.values())))
     launchers = cpu.build([c[-1] for c in cases])
     tolerance = []
     for (p, k, args, grid, block, src), launcher in zip(cases, launchers, strict=True):
@@ -302,7 +303,7 @@ def test_every_puzzle_reference_kernel_gives_the_simulators_bits():
 
 def _refused(src, args, construct):
     with pytest.raises(KernelLanguageError) as info:
-        cuda.to_cuda(_kernel(src), *args)
+        kernels.to_cuda(_kernel(src), *args)
     assert info.value.construct == construct, str(info.value)
     assert "cannot be translated to CUDA" in str(info.value) or info.value.lineno
     return info.value
@@ -384,7 +385,7 @@ def test_loop_variable_used_after_its_loop_is_refused():
 
 def test_unsupported_types_are_named():
     with pytest.raises(TypeError, match="float16"):
-        cuda.to_cuda(_kernel("def k(t, x):\n    x[0] = 1.0\n"), np.ones(4, np.float16))
+        kernels.to_cuda(_kernel("def k(t, x):\n    x[0] = 1.0\n"), np.ones(4, np.float16))
     _refused("""
     def k(t, h):
         t.atomic_add(h, 0, 1)
@@ -394,14 +395,14 @@ def test_unsupported_types_are_named():
         t.atomic_max(h, 0, 1.0)
     """, (np.zeros(4, np.float32),), "atomic type")
     with pytest.raises(ValueError, match="32-bit"):
-        cuda.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32), 2**40)
+        kernels.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32), 2**40)
     with pytest.raises(TypeError, match="argument"):
-        cuda.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32))
+        kernels.to_cuda(_kernel("def k(t, x, n):\n    x[0] = n\n"), np.ones(4, np.int32))
 
 
 def test_language_errors_come_first():
     with pytest.raises(KernelLanguageError) as info:
-        cuda.to_cuda("def k(t, x):\n    import os\n", np.ones(4))
+        kernels.to_cuda("def k(t, x):\n    import os\n", np.ones(4))
     assert info.value.construct == "import"
 
 
@@ -414,22 +415,22 @@ def test_run_on_gpu_without_a_gpu_prints_the_skip_line(monkeypatch, capsys):
     if gpu_available():
         pytest.skip("a GPU is present")
     x, out = np.ones(64, np.float32), np.zeros(64, np.float32)
-    assert cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, 64, x, out) is None
+    assert kernels.run_on_gpu(simt_kernels.reduce_sequential, 1, 64, x, out) is None
     printed = capsys.readouterr().out.strip()
     assert printed.startswith("No CUDA GPU (") and printed.endswith("runs without it.")
     assert not out.any()   # nothing ran, nothing was written
     with pytest.raises(KernelLanguageError):   # the translation still checks the kernel
-        cuda.run_on_gpu(_kernel("def k(t, x):\n    if x[0] > 0:\n        x[0] = 1.0\n"),
+        kernels.run_on_gpu(_kernel("def k(t, x):\n    if x[0] > 0:\n        x[0] = 1.0\n"),
                         1, 32, x)
     with pytest.raises(ValueError, match="1024"):
-        cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
+        kernels.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
     # the launch is checked against CUDA's per-axis limits, as the simulator checks it
     with pytest.raises(ValueError, match=r"block\.z must be <= 64, got 65"):
-        cuda.run_on_gpu(simt_kernels.reduce_sequential, 1, (1, 1, 65), x, out)
+        kernels.run_on_gpu(simt_kernels.reduce_sequential, 1, (1, 1, 65), x, out)
     with pytest.raises(ValueError, match=r"grid\.y must be <= 65535"):
-        cuda.run_on_gpu(simt_kernels.reduce_sequential, (1, 70_000), 64, x, out)
+        kernels.run_on_gpu(simt_kernels.reduce_sequential, (1, 70_000), 64, x, out)
     with pytest.raises(TypeError, match=r"grid must be a positive int or a tuple of 1 to 3"):
-        cuda.run_on_gpu(simt_kernels.reduce_sequential, "1", 64, x, out)
+        kernels.run_on_gpu(simt_kernels.reduce_sequential, "1", 64, x, out)
 
 
 def test_dynamic_shared_bytes_align_each_array_like_the_simulator():
@@ -441,7 +442,7 @@ def test_dynamic_shared_bytes_align_each_array_like_the_simulator():
         b[t.thread_idx.x, 1] = 2.0
         x[t.thread_idx.x] = a[t.thread_idx.x] + b[t.thread_idx.x, 1]
     """)
-    src = cuda.to_cuda(k, np.ones(64, np.float32))
+    src = kernels.to_cuda(k, np.ones(64, np.float32))
     # a: 65 floats = 260 B, rounded up to 384; b: 64 x 2 doubles = 1024 B
     assert src.dynamic_shared_bytes(64) == 384 + 1024
     assert "b[(int)threadIdx.x * 2 + 1]" in src.body or "b[threadIdx.x * 2 + 1]" in src.body
@@ -477,5 +478,5 @@ def test_a_refused_kernel_shows_a_short_traceback():
 
     for kernel in (per_lane_if, imports):
         with pytest.raises(KernelLanguageError, match=r"^line \d+: ") as info:
-            cuda.to_cuda(kernel, np.zeros(4, np.float32))
+            kernels.to_cuda(kernel, np.zeros(4, np.float32))
         assert info.traceback[-1].name == "to_cuda"

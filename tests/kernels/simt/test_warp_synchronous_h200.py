@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_lessons import puzzles, simt
+from gpu_lessons import puzzles
+from gpu_lessons.kernels import simt
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 RECORD = json.loads((ROOT / "tests" / "data" / "h200_warp_synchronous.json").read_text("utf-8"))
 
 

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpu_lessons import cuda, simt_kernels
+from gpu_lessons import kernels
+from gpu_lessons.kernels import nvrtc
+from gpu_lessons.kernels.simt import examples as simt_kernels
 
-ROOT = Path(__file__).resolve().parents[1]
-needs_nvrtc = pytest.mark.skipif(cuda.nvrtc_library() is None,
+ROOT = Path(__file__).resolve().parents[2]
+needs_nvrtc = pytest.mark.skipif(nvrtc.nvrtc_library() is None,
                                  reason="NVRTC is not installed (the test extra brings it)")
 ARCHS = ("sm_90", "sm_80")
 
@@ -20,7 +22,7 @@ ARCHS = ("sm_90", "sm_80")
 def _sources():
     out = {}
     for name, k in simt_kernels.KERNELS.items():
-        out[f"teaching/{name}"] = cuda.to_cuda(k, *simt_kernels.cuda_launch(name).inputs)
+        out[f"teaching/{name}"] = kernels.to_cuda(k, *simt_kernels.cuda_launch(name).inputs)
     path = ROOT / "solutions" / "puzzle_kernels.py"
     try:
         from gpu_lessons import puzzles
@@ -32,7 +34,7 @@ def _sources():
         spec.loader.exec_module(pk)
         for p in puzzles.puzzles():
             args = p.make_inputs(p.sizes[0], seed=0)
-            out[f"puzzle/{p.id}"] = cuda.to_cuda(getattr(pk, p.kernel_name), *args.values())
+            out[f"puzzle/{p.id}"] = kernels.to_cuda(getattr(pk, p.kernel_name), *args.values())
     return out
 
 
@@ -44,7 +46,7 @@ SOURCES = _sources()
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_translation_compiles_to_ptx(name, arch):
     src = SOURCES[name]
-    result = cuda.compile_ptx(src, arch)
+    result = nvrtc.compile_ptx(src, arch)
     assert result.ok, f"{name} for {arch}:\n{result.log}\n{src}"
     assert f".target {arch}" in result.ptx
     assert f".entry {src.kernel_name}" in result.ptx   # extern "C": the name is not mangled
@@ -60,8 +62,8 @@ def test_every_puzzle_is_covered_when_the_puzzles_exist():
 @needs_nvrtc
 def test_hand_written_teaching_kernels_compile_too_and_errors_come_back_as_a_log():
     for name, text in simt_kernels.SIMT_CUDA_SOURCES.items():
-        assert cuda.compile_ptx(text, "sm_90").ok, name
-    bad = cuda.compile_ptx('extern "C" __global__ void k() { undeclared = 1; }', "sm_90")
+        assert nvrtc.compile_ptx(text, "sm_90").ok, name
+    bad = nvrtc.compile_ptx('extern "C" __global__ void k() { undeclared = 1; }', "sm_90")
     assert not bad.ok and "undeclared" in bad.log
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "h200_cuda_translation.json"
 
 spec = importlib.util.spec_from_file_location("cuda_translation",

@@ -1,4 +1,4 @@
-"""What a SIMT simulator run records: events, hazards and totals (see :mod:`gpu_lessons.simt`).
+"""What a SIMT simulator run records: events, hazards and totals (see :mod:`gpu_lessons.kernels.simt`).
 
 * :class:`Event` -- one warp instruction with its active mask and, for memory instructions,
   the memory model's counts;
@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _validate
-from ._format import html_table, percent
-from .hardware import WARP_SIZE
-from .memory import BANK_BYTES, BANKS, SECTOR_BYTES
+from ... import _validate
+from ..._format import html_table, percent
+from ...hardware import WARP_SIZE
+from ...memory import BANK_BYTES, BANKS, SECTOR_BYTES
 
 #: Instruction kinds the simulator issues (its own instruction set, not SASS).
 KINDS = ("alu", "branch", "ld.global", "st.global", "ld.shared", "st.shared", "bar.sync",

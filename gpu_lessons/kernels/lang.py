@@ -1,10 +1,10 @@
 """The kernel language: the part of Python a simulator kernel may use.
 
-A kernel for :func:`gpu_lessons.simt.run` is **one self-contained function** ``def k(t, ...)``:
+A kernel for :func:`gpu_lessons.kernels.run` is **one self-contained function** ``def k(t, ...)``:
 everything it uses is its arguments, the warp context ``t``, ``np``, numbers and its own local
 variables.  :func:`validate` decides this by walking the function's syntax tree (``ast``), before
 the kernel runs, and refuses anything else with a :class:`KernelLanguageError` that names the
-construct and the learner's line.  The language is exactly what :func:`gpu_lessons.cuda.to_cuda`
+construct and the learner's line.  The language is exactly what :func:`gpu_lessons.kernels.to_cuda`
 translates to CUDA C: one definition, used by both, so a kernel that passes here has a CUDA twin.
 
 What a kernel may use
@@ -22,7 +22,7 @@ What a kernel may use
   (``.x``/``.y``/``.z``), ``t.lane``, ``t.warp``, ``t.warp_size``; ``t.if_``, ``t.else_``,
   ``t.while_``, ``t.return_if``, ``t.where``, ``t.local``, ``t.shared``, ``t.sync``,
   ``t.syncwarp``, ``t.atomic_add``, ``t.atomic_max``, ``t.atomic_cas``, ``t.shfl_down``,
-  ``t.shfl_up``, ``t.shfl_xor``, ``t.shfl_idx`` (see :mod:`gpu_lessons.simt`).
+  ``t.shfl_up``, ``t.shfl_xor``, ``t.shfl_idx`` (see :mod:`gpu_lessons.kernels.simt`).
 * **NumPy**: the names in :data:`NP_FUNCTIONS` (math: ``np.sqrt``, ``np.exp``, ``np.maximum``,
   ...), :data:`NP_DTYPES` (``np.float32``, ``np.int32``, ... as a dtype or a conversion of one
   number) and :data:`NP_CONSTANTS` (``np.inf``, ``np.nan``, ``np.pi``, ``np.e``).
@@ -31,7 +31,7 @@ What a kernel may use
 * **Constants from outside the function**: a name that is not a parameter, a local, ``t``, ``np``
   or a builtin must be a plain number (``int``, ``float``, ``bool`` or a NumPy scalar) in the
   function's globals or closure, e.g. ``TILE = 32`` at module level.  Its value is read once,
-  here, and :func:`~gpu_lessons.cuda.to_cuda` writes it into the CUDA source.
+  here, and :func:`~gpu_lessons.kernels.to_cuda` writes it into the CUDA source.
 
 What is refused, and why
 ------------------------
@@ -54,7 +54,7 @@ What is refused, and why
   CUDA only the chosen one.
 
 Type-dependent rules (a per-lane value in a Python ``if``, a variable that changes type) need the
-arguments' types, so :func:`~gpu_lessons.cuda.to_cuda` checks them; the simulator refuses the
+arguments' types, so :func:`~gpu_lessons.kernels.to_cuda` checks them; the simulator refuses the
 same kernels when it runs them.
 
 For the grader: :func:`validate` takes source text and a dict of constants, and
@@ -152,7 +152,7 @@ class KernelLanguageError(ValueError):
 
 @dataclass(frozen=True)
 class Kernel:
-    """A validated kernel: its syntax tree and what :func:`gpu_lessons.cuda.to_cuda` needs.
+    """A validated kernel: its syntax tree and what :func:`gpu_lessons.kernels.to_cuda` needs.
 
     ``params``: parameter names after ``ctx`` (the warp context's name, usually ``t``);
     ``constants``: outside names it uses with their values; ``line_offset``: add it to a node's

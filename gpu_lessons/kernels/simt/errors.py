@@ -2,7 +2,7 @@
 
 Anything a kernel raises while it runs -- an out-of-range index, a Python ``if`` on lane
 values, a typo (``NameError``), a division by zero in Python arithmetic, a
-:class:`SimtError` -- reaches the caller of :func:`gpu_lessons.simt.run` as one
+:class:`SimtError` -- reaches the caller of :func:`gpu_lessons.kernels.run` as one
 :class:`KernelError` whose message starts with the kernel's file (or notebook cell) and
 line, then the source text of that line, then what went wrong::
 

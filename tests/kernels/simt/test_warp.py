@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_lessons import simt
-from gpu_lessons.simt import run
+from gpu_lessons.kernels import simt
+from gpu_lessons.kernels.simt import run
 
 # -- shuffles -----------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""``gpu_lessons.cuda.beside_simulator``: a kernel in the simulator and on a GPU, side by side.
+"""``gpu_lessons.kernels.beside_simulator``: a kernel in the simulator and on a GPU, side by side.
 
 There is no GPU here, so the GPU is played by the translated CUDA C compiled with g++ and run on
 the CPU (``tests/cuda_cpu.py``, an execution independent of the simulator), with a made-up
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpu_lessons import cuda
+from gpu_lessons import kernels
+from gpu_lessons.kernels import gpu as kernels_gpu
 from gpu_lessons.measure import SKIP_LINE
 from gpu_lessons.measure import gpu as gpu_module
 from gpu_lessons.measure.timing import Timing
@@ -34,36 +35,36 @@ def _inputs():
 def _fake_gpu(monkeypatch, device="NVIDIA H200", tamper=None):
     """Make ``run_on_gpu`` run the translated source on the CPU, 5 µs per run."""
     def run(kernel, grid, block, *args, repeats=20, warmup=2, exact=True):
-        source = cuda.to_cuda(kernel, *args)
+        source = kernels.to_cuda(kernel, *args)
         cpu.run_cpu(source, grid, block, *args)
         if tamper is not None:
             tamper(args)
-        return cuda.GpuRun(source.kernel_name, (grid, 1, 1), (block, 1, 1), device,
+        return kernels.GpuRun(source.kernel_name, (grid, 1, 1), (block, 1, 1), device,
                            Timing((5e-6,) * repeats, warmup, "CUDA events"), 0, 10, exact)
 
     monkeypatch.setattr(gpu_module, "skip_line", lambda: None)
-    monkeypatch.setattr(cuda, "run_on_gpu", run)
+    monkeypatch.setattr(kernels_gpu, "run_on_gpu", run)
 
 
 def test_without_a_gpu_it_translates_then_prints_the_skip_line(capsys, monkeypatch):
     monkeypatch.setattr(gpu_module, "skip_line", lambda: SKIP_LINE.format(why="test"))
     x, out = _inputs()
-    assert cuda.beside_simulator(scale, 2, 128, x, out, 256) is None
+    assert kernels.beside_simulator(scale, 2, 128, x, out, 256) is None
     assert capsys.readouterr().out.strip() == SKIP_LINE.format(why="test")
     assert not out.any()                                  # nothing ran
 
     def outside_the_language(t, x, out, n):
         import os  # noqa: F401
 
-    with pytest.raises(cuda.KernelLanguageError, match="`import os` is not part of the kernel"):
-        cuda.beside_simulator(outside_the_language, 2, 128, x, out, 256)
+    with pytest.raises(kernels.KernelLanguageError, match="`import os` is not part of the kernel"):
+        kernels.beside_simulator(outside_the_language, 2, 128, x, out, 256)
 
 
 @needs_cxx
 def test_matches_the_simulator_and_sets_the_time_beside_the_models(monkeypatch):
     _fake_gpu(monkeypatch)
     x, out = _inputs()
-    r = cuda.beside_simulator(scale, 2, 128, x, out, 256)
+    r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert r.matches and r.difference is None
     assert np.array_equal(out, x * np.float32(3.0))       # the "GPU"'s results, copied back
     # by hand: 8 warps, each loads 32 floats (4 sectors) and stores 32 (4 sectors)
@@ -88,7 +89,7 @@ def test_a_difference_is_named_with_its_element(monkeypatch):
 
     _fake_gpu(monkeypatch, tamper=tamper)
     x, out = _inputs()
-    r = cuda.beside_simulator(scale, 2, 128, x, out, 256)
+    r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert not r.matches
     assert r.difference.startswith("out[37] is 1.5 on the GPU, ")
     assert "DIFFERS from the simulator's: out[37]" in repr(r)
@@ -98,6 +99,6 @@ def test_a_difference_is_named_with_its_element(monkeypatch):
 def test_a_gpu_outside_the_catalog_gets_no_model_time(monkeypatch):
     _fake_gpu(monkeypatch, device="Some Future GPU")
     x, out = _inputs()
-    r = cuda.beside_simulator(scale, 2, 128, x, out, 256)
+    r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert r.predicted_seconds is None and r.bandwidth is None
     assert "not in the course's GPU catalog" in repr(r)

@@ -10,9 +10,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from gpu_lessons import kernel_lang as kl
-from gpu_lessons import simt_kernels
-from gpu_lessons.simt import run
+from gpu_lessons.kernels import lang as kl
+from gpu_lessons.kernels.simt import examples as simt_kernels
+from gpu_lessons.kernels.simt import run
 
 TILE = 32          # a module constant, as simt_kernels uses them
 NOT_A_NUMBER = [1, 2]

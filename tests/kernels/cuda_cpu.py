@@ -1,6 +1,6 @@
 """Run translated CUDA C on the CPU: the test suite's stand-in for a GPU.
 
-The source from ``gpu_lessons.cuda.to_cuda`` is compiled as C++20 with g++ after a short prelude
+The source from ``gpu_lessons.kernels.to_cuda`` is compiled as C++20 with g++ after a short prelude
 that gives CUDA's names a CPU meaning: each thread of a block is an OS thread, ``__syncthreads()``
 and ``__syncwarp()`` are ``std::barrier``s (a thread that returns drops out, as an exited CUDA
 thread does), ``__shared__`` variables are function statics (blocks run one after another),
@@ -168,7 +168,7 @@ def run_cpu(source, grid, block, *args, launcher=None) -> None:
 
     ``launcher``: one entry of :func:`build`'s list (else the source is compiled on its own).
     """
-    from gpu_lessons.cuda import _NUMPY_OF_C
+    from gpu_lessons.kernels.cuda_types import _NUMPY_OF_C
 
     if launcher is None:
         launcher = build([source])[0]

@@ -2,7 +2,7 @@
 
 Every kernel exists twice and the two are kept line-for-line equivalent:
 
-* a Python function for :func:`gpu_lessons.simt.run` (``KERNELS[name]``), and
+* a Python function for :func:`gpu_lessons.kernels.run` (``KERNELS[name]``), and
 * CUDA C source for ``cupy.RawKernel(SIMT_CUDA_SOURCES[name], name)`` (``extern "C"``, so the
   name is not mangled); :func:`cuda_launch` gives the grid, block, dynamic shared memory and
   argument order to launch it with.
@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
-from .simt import SimResult, run
+from ... import _validate
+from .launch import run
+from .result import SimResult
 
 TILE = 32        # tile edge of the transposes (threads per block in x)
 BLOCK_ROWS = 8   # threads per block in y: each thread moves TILE / BLOCK_ROWS elements

@@ -15,7 +15,7 @@ from gpu_lessons import puzzles, roofline
 from gpu_lessons.hardware import gpu
 from gpu_lessons.puzzles.on_gpu import _array_bytes, predicted_work
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((ROOT / "tests" / "data" / "h200_puzzle_gpu_runs.json").read_text("utf-8"))
 RUNS = {r["puzzle"]: r for r in RECORD["runs"]}
 H200_SMS = 132

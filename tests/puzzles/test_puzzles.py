@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from gpu_lessons import checks, puzzles
+from gpu_lessons.kernels.simt.examples import KERNELS as LESSON_KERNELS
 from gpu_lessons.occupancy import occupancy
 from gpu_lessons.puzzles import _metrics
 from gpu_lessons.puzzles._core import ERROR_SECTION, NOTEBOOKS, RACE_SECTION, SHARED_SECTION
-from gpu_lessons.simt_kernels import KERNELS as LESSON_KERNELS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name, path):
@@ -963,7 +963,7 @@ def test_busiest_warp_budget_is_the_worked_kernel_s_count():
     warp's instructions, counted here from the events (reconvergence markers issue nothing)."""
     from collections import Counter
 
-    from gpu_lessons import simt
+    from gpu_lessons.kernels import simt
     from gpu_lessons.puzzles._core import SERIAL_ROOM, WORKED_BUSIEST_WARP, spread_budget
 
     assert set(WORKED_BUSIEST_WARP) == set(IDS)
@@ -1089,7 +1089,7 @@ def test_global_race_rule_by_hand():
     """Two blocks of 32 threads: a plain store to one element from both is a race; atomics on it
     from both, or loads of an input both read, are not; an element each block stores alone is
     not."""
-    from gpu_lessons import simt
+    from gpu_lessons.kernels import simt
     from gpu_lessons.puzzles._races import global_race
 
     def both_store(t, a, out):
@@ -1365,7 +1365,7 @@ def test_instructors_guide_lists_every_puzzle():
 def test_instructors_guide_names_the_puzzles_the_teaching_kernels_answer():
     """The guide warns that lesson 02's teaching kernels answer some puzzles: exactly these, as
     the kernels stand (the transposes need another launch shape, so they are named apart)."""
-    from gpu_lessons import simt_kernels
+    from gpu_lessons.kernels.simt import examples as simt_kernels
 
     answered = {}
     for name, k in simt_kernels.KERNELS.items():
@@ -1400,12 +1400,12 @@ def test_the_package_ships_no_worked_kernel():
     (single lines such as ``i = t.block_idx.x * t.block_dim.x + t.thread_idx.x`` are
     everyday indexing, not a solution).
 
-    ``simt_kernels.py`` is left out: it holds the lessons' own demonstration kernels (Harris's
+    ``kernels/simt/examples.py`` is left out: it holds the lessons' own demonstration kernels (Harris's
     reductions and transposes), which notebook 02 prints and runs in full.
     """
     package = set()
     for path in (ROOT / "gpu_lessons").rglob("*"):
-        if path.suffix in (".py", ".toml", ".json", ".md") and path.name != "simt_kernels.py":
+        if path.suffix in (".py", ".toml", ".json", ".md") and path.name != "examples.py":
             lines = _code_lines(path.read_text(encoding="utf-8"))
             package |= {tuple(lines[i:i + 3]) for i in range(len(lines) - 2)}
     text = (ROOT / "solutions" / "puzzle_kernels.py").read_text(encoding="utf-8")
@@ -1485,7 +1485,7 @@ def test_a_gpu_launch_keeps_the_worked_kernel_correct(p):
     """A puzzle's GPU launch differs from its simulated one (grid_stride fills the GPU: 32
     blocks of 64 per SM, 4,224 on an H200's 132 SMs); the kernel must not notice.  Run here
     with the launch for a 2-SM GPU at sizes bigger than that grid covers in one pass."""
-    from gpu_lessons import simt
+    from gpu_lessons.kernels import simt
 
     assert p.gpu_launch(132, **p.gpu_size) == (4224, 64)
     for size in ({"n": 5000}, {"n": 4096 * 3 + 7}):

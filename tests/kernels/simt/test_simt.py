@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_lessons import simt
-from gpu_lessons import simt_kernels as K
-from gpu_lessons.simt import SimtError, run
+from gpu_lessons.kernels import simt
+from gpu_lessons.kernels.simt import SimtError, run
+from gpu_lessons.kernels.simt import examples as K
+from gpu_lessons.kernels.simt import launch as _run_module
 
 FAST = settings(max_examples=15, deadline=None)
 
@@ -532,7 +533,7 @@ def test_kernel_errors_in_a_notebook_cell_name_the_cell():
 
     shell = InteractiveShell.instance()
     try:
-        shell.run_cell("import numpy as np\nfrom gpu_lessons import simt\n"
+        shell.run_cell("import numpy as np\nfrom gpu_lessons.kernels import simt\n"
                        "def k(t, out):\n    out[t.thread_idx.x] = t.thread_idx.x + offest\n")
         shell.run_cell("try:\n    simt.run(k, 1, 32, np.zeros(32, np.int64))\n"
                        "except simt.KernelError as e:\n    err = e\n")
@@ -713,7 +714,7 @@ def test_every_kernel_has_a_cuda_twin():
         assert f'extern "C" __global__ void {name}(' in src
         launch = K.cuda_launch(name)
         # the CUDA signature lists the same arguments, in the same order, as the Python one
-        params = simt._kernel_params(K.KERNELS[name])
+        params = _run_module._kernel_params(K.KERNELS[name])
         assert list(launch.args) == params
         for p in params:
             assert f" {p}," in src or f" {p})" in src

@@ -1,0 +1,174 @@
+"""From simulator to silicon: a simulator kernel as CUDA C, compiled and run on a real GPU.
+
+:func:`to_cuda` translates a kernel written for :func:`gpu_lessons.kernels.run` (in the kernel
+language of :mod:`gpu_lessons.kernels.lang`) into CUDA C, with the Python line beside each CUDA
+line; :func:`run_on_gpu` compiles that source with NVRTC through CuPy, runs it on the same
+NumPy arrays the simulator takes, copies the results back into them and returns the measured
+kernel time; :func:`beside_simulator` does both on the same inputs and sets the GPU's time beside
+the simulator's counts and the memory model's time.  Without a GPU they print the course's one
+skip line and return ``None``.
+
+>>> import numpy as np
+>>> def scale(t, x, out, n):
+...     i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+...     t.return_if(i >= n)
+...     out[i] = x[i] * 2.0
+>>> x, out = np.ones(256, np.float32), np.zeros(256, np.float32)
+>>> print(to_cuda(scale, x, out, 256).body)  # doctest: +NORMALIZE_WHITESPACE
+extern "C" __global__ void scale(const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    if (i >= n) return;                             // t.return_if(i >= n)
+    out[i] = x[i] * 2.0f;                           // out[i] = x[i] * 2.0
+}
+
+Translation rules
+-----------------
+* **Kernel and arguments.**  The kernel becomes ``extern "C" __global__`` (so NVRTC keeps its
+  name).  An array argument becomes a pointer to its element type (float32 → ``float``, int32 →
+  ``int``, int64 → ``long long``, float64 → ``double``, uint32 → ``unsigned int``, ...), ``const``
+  when the kernel never writes it.  An n-D array is passed flattened (row-major, C order) and
+  ``a[i, j]`` becomes ``a[i * ncols + j]`` with the shape taken from the argument and written into
+  the source (the header says so).  A Python int argument becomes ``int``, a Python float
+  ``double``, a NumPy scalar its own type.
+* **Integers are 32-bit.**  The simulator computes thread indices in int64; CUDA code computes
+  them in ``int`` (and so does every hand-written kernel of the course), so index arithmetic is as
+  fast as it should be.  Arrays of 2**31 elements or more are refused.  Arrays of int64 stay
+  ``long long``.  ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are unsigned in CUDA and
+  signed (Python ints) in the simulator; the translation casts them to ``int`` wherever the sign
+  could matter (a comparison, a division, an index, a conversion to float) and the value is not
+  known to be non-negative.
+* **Types follow NumPy.**  Each expression's type is the one NumPy gives the simulator
+  (NEP 50: Python numbers are "weak" and take the array's type), worked out by asking NumPy
+  itself on stand-in values.  So ``x[i] * 2.0`` is ``float`` arithmetic with the literal written
+  ``2.0f``, while ``x[i] * i`` (float32 times an int64 index) is ``double`` arithmetic, as in
+  NumPy, with explicit casts.  A Python float literal in float32 arithmetic is written as the
+  shortest decimal that reads back as NumPy's float32 rounding of it, so both sides use the same
+  number.  ``t.local(0.0)`` is a float64 variable (``np.asarray(0.0).dtype``): write
+  ``t.local(0.0, np.float32)`` for a ``float``.
+* **Python's division.**  ``/`` is true division (two ints give a ``double``, as in Python and
+  NumPy); ``//`` and ``%`` are floor division and the modulo with the divisor's sign.  CUDA's
+  ``/`` and ``%`` truncate toward zero, so the translation calls small ``__device__`` helpers
+  (``py_floordiv``, ``py_mod``; the float versions follow NumPy's ``npy_divmod``) unless both
+  sides are known to be non-negative (thread indices, sizes, loop counters over non-negative
+  ranges), where C's operators give the same answer and are used as they are.
+* **Control flow.**  ``with t.if_(c):``/``with t.else_():`` → ``if (c) { } else { }``;
+  ``for _ in t.while_(lambda: c):`` → ``while (c) { }``; ``t.return_if(c)`` →
+  ``if (c) return;``; ``t.where(c, a, b)`` → ``c ? a : b``; ``for i in range(a, b, s)`` →
+  ``for (int i = a; i < b; i += s)``; Python ``if``/``while`` on warp-uniform values stay
+  ``if``/``while``.  Logical ``&``, ``|``, ``~`` on conditions become ``&&``, ``||``, ``!``.
+  A variable is declared in the innermost block that holds all its uses, with the type NumPy
+  gives it (a variable that starts as a Python number and later holds float32 values is a
+  ``float`` from the start, as ``float acc = 0.0f;``).
+* **Memory and synchronisation.**  ``t.shared`` of a fixed shape → ``__shared__ float
+  tile[32][33];``; one whose shape depends on ``t.block_dim`` (or a scalar argument) →
+  ``extern __shared__`` dynamic shared memory, each array starting at a multiple of 128 bytes as
+  in the simulator, with the byte count computed at launch (:meth:`CudaSource.dynamic_shared_bytes`).
+  ``t.sync()`` → ``__syncthreads()``, ``t.syncwarp()`` → ``__syncwarp()``.
+  (CUDA C++ Programming Guide: "Variable Memory Space Specifiers" (``__shared__``, ``extern``),
+  "Synchronization Functions".)
+* **Atomics and shuffles.**  ``t.atomic_add``/``t.atomic_max``/``t.atomic_cas(a, i, compare,
+  value)`` → ``atomicAdd``/``atomicMax``/``atomicCAS`` (Programming Guide, "Atomic Functions"),
+  for the element types CUDA has them for (:data:`gpu_lessons.kernels.simt.ATOMIC_DTYPES`: no float
+  ``atomicMax``, no 64-bit signed ``atomicAdd``; the simulator refuses the others too).
+  ``t.shfl_down/up/xor/idx`` → ``__shfl_down_sync/__shfl_up_sync/__shfl_xor_sync/
+  __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane of the warp must
+  take part, as the simulator's notes warn.
+* **Rounding.**  Compile with ``-fmad=false`` (:data:`EXACT_OPTIONS`, what :func:`run_on_gpu`
+  does by default) and ``+ - * /`` and ``sqrt`` give bit-identical results to NumPy: CUDA's
+  defaults are IEEE-rounded division and square root, and without ``-fmad=false`` the compiler
+  fuses ``a * b + c`` into one rounding (Guide, "Floating-Point Standard"; CUDA Best Practices
+  Guide, "Math Libraries").  ``exp``, ``log``, ``sin``, ``pow``... are within a few units in the
+  last place of NumPy's, not bit-identical (Guide, "Mathematical Functions", error bounds).
+  Sums in a different order (atomics, a different reduction tree) round differently.
+* **What is refused** (:class:`~gpu_lessons.kernels.lang.KernelLanguageError` naming the
+  construct and line, never a silently different kernel): everything outside the kernel
+  language, and what the simulator would also reject when it runs: a per-lane value steering a
+  Python ``if``/``while``/``range``/``and``, a plain Python value assigned inside ``t.if_``
+  (Python runs that body for every warp, whatever the lanes), a variable that changes type,
+  arrays of float16 or complex numbers.  ``print(...)`` runs in the simulator only: the CUDA
+  source shows it as a comment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cuda_stmt import _Translator
+from .cuda_types import (
+    _COMMENT_COLUMN_MAX,
+    _RESERVED,
+    CudaSource,
+    Param,
+)
+from .lang import KernelLanguageError, validate
+
+# -- the public functions ------------------------------------------------------------------------
+
+def _format(lines) -> str:
+    width = min(_COMMENT_COLUMN_MAX, max((4 * i + len(c) for i, c, _ in lines if _), default=0))
+    out = []
+    for indent, code, comment in lines:
+        text = "    " * indent + code
+        if comment:
+            text = text.ljust(width) + "  // " + comment
+        out.append(text.rstrip())
+    return "\n".join(out)
+
+
+def to_cuda(kernel, *args) -> CudaSource:
+    """CUDA C source of simulator kernel ``kernel`` for arguments like ``args``.
+
+    ``kernel``: a function ``def k(t, ...)`` in the kernel language
+    (:mod:`gpu_lessons.kernels.lang`); ``args``: the arguments you would give
+    :func:`gpu_lessons.kernels.run` after the launch shape (arrays give element types and shapes,
+    numbers their types; the values are not used).  Returns a :class:`CudaSource` (a ``str``)
+    whose lines end with the Python line each came from.  Raises
+    :class:`~gpu_lessons.kernels.lang.KernelLanguageError` for what cannot be translated.
+    """
+    try:
+        k = validate(kernel)
+        tr = _Translator(k, args)
+        tr.run()
+    except KernelLanguageError as exc:
+        # The message names the learner's line; the translator's frames would only bury it.
+        raise exc.with_traceback(None) from None
+    params = []
+    for p in tr.params:
+        if p.kind == "array":
+            p = Param(p.name, p.cname, p.kind, p.ctype, p.dtype, p.shape,
+                      tr.arrays[p.name].written)
+        params.append(p)
+    sig = []
+    for p in params:
+        if p.kind == "array":
+            sig.append(f"{'' if p.written else 'const '}{p.ctype}* {p.cname}")
+        else:
+            sig.append(f"{p.ctype} {p.cname}")
+    kname = k.name if k.name not in _RESERVED else k.name + "_"
+    body_lines = [(0, f'extern "C" __global__ void {kname}({", ".join(sig)})', ""), (0, "{", "")]
+    body_lines += tr.lines
+    body_lines.append((0, "}", ""))
+    body = _format(body_lines)
+    header = [f"// {kname}: translated from the simulator kernel by gpu_lessons.kernels.to_cuda;",
+              "// each line ends with the Python line it comes from."]
+    for p in params:
+        if p.kind == "array":
+            shape = ", ".join(str(s) for s in p.shape)
+            note = ""
+            if len(p.shape) > 1:
+                idx = ", ".join("ijk"[:len(p.shape)]) if len(p.shape) <= 3 else "..."
+                strides = [int(np.prod(p.shape[d + 1:])) for d in range(len(p.shape))]
+                flat = " + ".join(f"{v} * {s}" if s != 1 else v
+                                  for v, s in zip("ijk", strides, strict=False))
+                note = f", flattened row-major: {p.name}[{idx}] is {p.cname}[{flat}]"
+            header.append(f"//   {p.name}: {p.dtype}[{shape}] -> {'' if p.written else 'const '}"
+                          f"{p.ctype}*{note}")
+    header.append("// Integers (indices, Python ints) are 32-bit int; Python floats are double.")
+    header.append("// Compile with -fmad=false for results bit-identical to the simulator's "
+                  "(NumPy rounds")
+    header.append("// a * b + c twice; a fused multiply-add rounds once).")
+    helpers = [h for h in tr.helpers.values()]
+    text = "\n".join(header) + "\n\n" + ("\n".join(helpers) + "\n" if helpers else "") + body + "\n"
+    return CudaSource(text, kernel_name=kname, params=params, body=body, dynamic=tr.dynamic,
+                      ctx=k.ctx)

@@ -1,0 +1,169 @@
+"""The translator's view of a kernel: structured statements and the names they touch."""
+
+from __future__ import annotations
+
+import ast
+import tokenize
+from dataclasses import dataclass, field
+
+# -- the translator's view of a kernel: structured statements -------------------------------------
+
+@dataclass
+class _S:
+    """A statement: ``kind`` is one of simple, if_lanes, if_uniform, for_range, while_lanes,
+    while_uniform; ``blocks`` are its bodies."""
+
+    kind: str
+    node: ast.AST
+    blocks: list = field(default_factory=list)
+    else_node: ast.AST | None = None
+    lanes_body: bool = False
+
+
+def _structure(stmts, ctx) -> list[_S]:
+    out, i = [], 0
+    while i < len(stmts):
+        s = stmts[i]
+        if isinstance(s, ast.With):
+            call = s.items[0].context_expr
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if (nxt is not None and isinstance(nxt, ast.With)
+                    and nxt.items[0].context_expr.func.attr == "else_"):
+                out.append(_S("if_lanes", s, [_structure(s.body, ctx), _structure(nxt.body, ctx)],
+                              else_node=nxt, lanes_body=True))
+                i += 2
+                continue
+            assert call.func.attr == "if_"
+            out.append(_S("if_lanes", s, [_structure(s.body, ctx)], lanes_body=True))
+        elif isinstance(s, ast.If):
+            blocks = [_structure(s.body, ctx)]
+            if s.orelse:
+                blocks.append(_structure(s.orelse, ctx))
+            out.append(_S("if_uniform", s, blocks))
+        elif isinstance(s, ast.For):
+            it = s.iter
+            if isinstance(it.func, ast.Attribute):
+                out.append(_S("while_lanes", s, [_structure(s.body, ctx)], lanes_body=True))
+            else:
+                out.append(_S("for_range", s, [_structure(s.body, ctx)]))
+        elif isinstance(s, ast.While):
+            out.append(_S("while_uniform", s, [_structure(s.body, ctx)]))
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            pass  # a docstring
+        else:
+            out.append(_S("simple", s))
+        i += 1
+    return out
+
+
+def _header_nodes(s: _S) -> list[ast.AST]:
+    """The expressions a compound statement evaluates itself (its condition, its range)."""
+    n = s.node
+    if s.kind == "if_lanes":
+        return [n.items[0].context_expr]
+    if s.kind == "if_uniform" or s.kind == "while_uniform":
+        return [n.test]
+    if s.kind == "for_range":
+        return [n.target, n.iter]
+    if s.kind == "while_lanes":
+        return [n.iter]
+    return [n]
+
+
+def _own_nodes(s: _S) -> list[ast.AST]:
+    """The syntax a statement holds itself, without its nested bodies."""
+    if s.kind == "simple":
+        return [s.node]
+    return _header_nodes(s)
+
+
+def _names(nodes) -> set[str]:
+    found = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.add(sub.id)
+    return found
+
+
+def _occurs(name: str, s: _S) -> bool:
+    if name in _names(_header_nodes(s)):
+        return True
+    return any(_occurs(name, c) for b in s.blocks for c in b)
+
+
+def _first_access(name: str, stmts: list[_S]) -> str | None:
+    """How ``stmts`` first touch ``name`` on some path: "read" if any path may read it before
+    writing it, "write" if every path writes it first, None if they may not touch it."""
+    for s in stmts:
+        if s.kind == "simple":
+            n = s.node
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
+                    and n.targets[0].id == name:
+                if name in _names([n.value]):
+                    return "read"
+                return "write"
+            if name in _names([n]):
+                return "read"
+            continue
+        if s.kind == "for_range" and s.node.target.id == name:
+            return "read"  # a loop variable shared with other code: declared outside
+        if name in _names(_header_nodes(s)):
+            return "read"
+        results = [_first_access(name, b) for b in s.blocks]
+        if "read" in results:
+            return "read"
+        if s.kind in ("if_lanes", "if_uniform") and len(results) == 2 and \
+                all(r == "write" for r in results):
+            return "write"
+    return None
+
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        for b in s.blocks:
+            yield from _walk(b)
+
+
+def _assigned_names(stmts) -> set[str]:
+    found = set()
+    for s in _walk(stmts):
+        n = s.node
+        if s.kind == "simple":
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+                found.add(n.targets[0].id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                found.add(n.target.id)
+            elif isinstance(n, (ast.Assign, ast.AugAssign)):
+                tgt = n.targets[0] if isinstance(n, ast.Assign) else n.target
+                if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name):
+                    found.add(tgt.value.id)
+        elif s.kind == "for_range":
+            found.add(n.target.id)
+    return found
+
+
+def _leading_op(text: str, left: str) -> str | None:
+    """The C operator in ``text`` == ``left op rest``, when ``left op= rest`` means the same."""
+    for op in ("<<", ">>", "+", "-", "*", "/", "%", "&", "|", "^"):
+        if text.startswith(f"{left} {op} ") and not text.startswith(f"{left} {op}{op}"):
+            return op
+    return None
+
+
+def _strip_comment(line: str) -> str:
+    """A source line without its trailing ``# comment`` (strings are left alone)."""
+    if "#" not in line:
+        return line
+    try:
+        tokens = list(tokenize.generate_tokens(iter([line + "\n"]).__next__))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return line
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            return line[:tok.start[1]].rstrip()
+    return line
+
+

@@ -615,8 +615,6 @@ def run_ncu(out_dir, budget_s=300):
 
 def dry():
     """Everything but the GPU: inputs at full size, translation, a small simulated launch."""
-    from gpu_lessons import simt
-
     rng = np.random.default_rng(1)
     for name, (kernel, _grid, _block, args, _) in {**microbenchmarks(rng),
                                                  **second_microbenchmarks(rng)}.items():
@@ -631,7 +629,6 @@ def dry():
         src = cuda.to_cuda(kernel, *args)
         print(f"  puzzle {name} {grid} {block}: "
               f"{'compiles' if compile_ptx(str(src)).ok else 'FAILS'}")
-    del simt
 
 
 def main(argv):

@@ -98,6 +98,12 @@ def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:
     result = evaluate(puzzle_id, kernel, **choices)
     if result.passed or (result.status == NOT_ATTEMPTED and not strict):
         print(result.message)
+        if result.passed:   # the performance model's line: this kernel on an H200, no GPU
+            from ..perf.check import check_line
+
+            line = check_line(find(puzzle_id), kernel, **choices)
+            if line:
+                print(line)
     else:
         raise PuzzleFailed(result.message, result)
 

@@ -18,7 +18,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import kernels
@@ -205,10 +205,8 @@ def test_translation_gives_the_simulators_bits(batch):
 
 
 @needs_gxx
-@pytest.mark.xfail(strict=False, reason="the simulator's plain-Python execution (issue #22) "
-                                         "lands with the simulator's side of the issue")
-@settings(EXAMPLES, phases=[Phase.explicit, Phase.reuse, Phase.generate])   # no shrinking while
-@given(BATCHES)                                                                 # it is expected to fail
+@settings(EXAMPLES)
+@given(BATCHES)
 def test_simulator_runs_plain_python_as_the_translation_does(batch):
     got, sources = _cpu([plain for plain, _ in batch])
     for (plain, _), c, src in zip(batch, got, sources, strict=True):

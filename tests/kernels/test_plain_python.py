@@ -78,8 +78,6 @@ def test_translated_c_gives_numpys_answer(name, sources, launchers):
 
 
 @needs_gxx
-@pytest.mark.xfail(strict=False, reason="the simulator's plain-Python execution (issue #22) "
-                                         "lands with the simulator's side of the issue")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_simulator_gives_the_translations_bits(name, sources, launchers):
     case = CASES[name]

@@ -98,14 +98,18 @@ def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:
     result = evaluate(puzzle_id, kernel, **choices)
     if result.passed or (result.status == NOT_ATTEMPTED and not strict):
         print(result.message)
-        if result.passed:   # the performance model's line: this kernel on an H200, no GPU
-            from ..perf.check import check_line
-
-            line = check_line(find(puzzle_id), kernel, **choices)
-            if line:
-                print(line)
     else:
         raise PuzzleFailed(result.message, result)
+
+
+def predict(puzzle_id: str, kernel, **choices) -> None:
+    """Print the performance model's line for ``kernel`` at the puzzle's GPU size: its predicted
+    H200 time and limiter beside the worked kernel's recorded H200 time (no GPU needed; it
+    simulates a sample of the full-size launch, a few seconds)."""
+    from ..perf.check import check_line
+
+    line = check_line(find(puzzle_id), kernel, **choices)
+    print(line if line else f"the performance model cannot follow this kernel on {puzzle_id}")
 
 
 def passed(puzzle_id: str, kernel, **choices) -> bool:
@@ -183,6 +187,7 @@ def show(puzzle_id: str, kernel, *, block_index: int = 0, warp: int = 0,
 __all__ = [
     "FAILED", "NOT_ATTEMPTED", "PASSED",
     "Budget", "Case", "Measure", "Puzzle", "PuzzleFailed", "PuzzleResult", "Section",
-    "check", "evaluate", "find", "kernel_from_source", "passed", "puzzles", "run", "run_on_gpu",
+    "check", "evaluate", "find", "kernel_from_source", "passed", "predict", "puzzles", "run",
+    "run_on_gpu",
     "show",
 ]

@@ -59,8 +59,9 @@ def _grade_arguments(parser) -> None:
                              "(default: 600)")
     parser.add_argument("--seed", default=None,
                         help="seed for the inputs function answers and puzzle kernels are "
-                             "tried on (default: derived from --secret-file, else drawn for "
-                             "this run; the JSON records it, pass it again to regrade)")
+                             "tried on (default: drawn afresh for each run, or the journal's "
+                             "when resuming; the JSON records it, pass it again to regrade "
+                             "on the same inputs)")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
     parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
                         help="regex on the path under SUBMISSIONS; its first non-empty group "
@@ -74,9 +75,20 @@ def _grade_arguments(parser) -> None:
                          help="grade the questions only, not the chapter's kernel puzzles")
     parser.add_argument("--memory", type=int, default=None, metavar="MIB",
                         help="address space each sandboxed process may use (default: 4096)")
+    parser.add_argument("--ram", type=int, default=None, metavar="MIB",
+                        help="memory each sandbox may hold in all, memfd and tmpfs pages "
+                             "included (its control group's cap; default: 1536, cut to fit "
+                             "the grader's own cap over --jobs)")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run notebooks without a sandbox (only for notebooks you trust: "
                              "see docs/instructors.md)")
+    parser.add_argument("--no-cgroups", action="store_true",
+                        help="sandbox notebooks without a control group each, where none can "
+                             "be made (memfd and tmpfs memory is then not capped: see "
+                             "docs/instructors.md)")
+    parser.add_argument("--no-journal", action="store_true",
+                        help="do not journal rows as they finish (a killed run then loses "
+                             "them); by default OUT.journal lets the same command resume")
     parser.add_argument("--secret-file", metavar="FILE", default=None,
                         help="the key the release drew each student's numbers with: grade "
                              "every student against their own variant")
@@ -107,20 +119,11 @@ def _questions_for(args):
 
 
 def _seed(args):
-    """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
-    regrade draws the same inputs, and nobody without the key can compute them); else None,
-    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can
-    compute the grader's inputs and hard-code their outputs."""
-    if args.seed is not None:
-        return args.seed
-    if args.secret_file:
-        import hmac
-
-        from .assignments import read_secret
-
-        key = read_secret(args.secret_file)
-        return hmac.new(key, b"gpu-lessons grading inputs v1", "sha256").hexdigest()[:16]
-    return None
+    """The run's seed: ``--seed``, else None (the grader draws one for the run, or resumes
+    with its journal's).  Never a fixed default, nor one derived from the key alone: a
+    learner who knows a run's seed can compute the grader's inputs and hard-code their
+    outputs, and a regrade draws new inputs."""
+    return args.seed
 
 
 def _refuse_a_release_without_its_key(args) -> None:
@@ -182,7 +185,7 @@ def _grade(args) -> int:
     """Run ``gpu-lessons grade``: one line per submission as it finishes (on stdout), then
     the grades written once, after every sandbox is gone."""
     from .grading.results import Row
-    from .grading.runner import NO_SANDBOX_RISKS, SandboxUnavailable, grade
+    from .grading.runner import NO_CGROUP_RISKS, NO_SANDBOX_RISKS, SandboxUnavailable, grade
     from .grading.sandbox import Limits
 
     def show(row: Row):
@@ -190,9 +193,12 @@ def _grade(args) -> int:
               + (f"  — {row.reason}" if row.reason else ""), flush=True)
 
     try:
-        limits = Limits(memory_mib=args.memory) if args.memory else None
+        sizes = {k: v for k, v in (("memory_mib", args.memory), ("ram_mib", args.ram)) if v}
+        limits = Limits(**sizes) if sizes else None
         if args.no_sandbox:
             print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
+        elif args.no_cgroups:
+            print(f"gpu-lessons grade: --no-cgroups: {NO_CGROUP_RISKS}.", file=sys.stderr)
         if not args.no_sandbox:  # the key, roster and bank must stay out of every sandbox
             from .grading.runner import check_private
 
@@ -204,7 +210,8 @@ def _grade(args) -> int:
                        timeout=args.timeout, seed=_seed(args), kernel=args.kernel,
                        id_pattern=args.id_pattern, questions_for=questions_for,
                        puzzles=_puzzles(args), sandbox=not args.no_sandbox,
-                       limits=limits, progress=show)
+                       cgroups=not args.no_cgroups, limits=limits, progress=show,
+                       journal=not args.no_journal)
     except SandboxUnavailable as exc:
         print(f"gpu-lessons grade: {exc}", file=sys.stderr)
         return 3
@@ -212,7 +219,8 @@ def _grade(args) -> int:
         print(f"gpu-lessons grade: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}",
+        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}; run "
+              f"the same command again to grade the rest (the journal keeps what is done)",
               file=sys.stderr)
         return 130
     n = len(grades.rows)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -111,7 +112,17 @@ def _evaluate_one(item: dict, seed: int) -> dict:
     result = puzzles.evaluate(item["puzzle"], textwrap.dedent(item["source"]),
                               constants=dict(item["globals"]), seed=seed, **item["choices"])
     return {"passed": bool(result.passed), "correct": bool(result.correct),
-            "message": str(result.message)[:4000]}
+            "message": redact(str(result.message))[:4000]}
+
+
+#: "out[7] is 3, expected 12": the value at the grader's inputs, which a learner could collect
+#: over regrades; graded feedback names the element and the learner's own value only.
+_EXPECTED = re.compile(r", expected [-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|nan|inf)", re.IGNORECASE)
+
+
+def redact(message: str) -> str:
+    """A puzzle verdict without the expected values it quotes at the grader's inputs."""
+    return _EXPECTED.sub(" (the expected value is not shown in graded feedback)", message)
 
 
 def _alarm(signum, frame):

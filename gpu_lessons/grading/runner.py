@@ -35,7 +35,6 @@ from .plan import Plan, Puzzle, chapter_puzzles
 from .puzzle_eval import puzzle_seed
 from .results import CRASHED, INVALID, NOT_GRADED, Grades, Row
 from .rows import Report, make_row, status_and_reason
-from .submissions import DEFAULT_ID_PATTERN
 
 INTERRUPTED = "the grading run was interrupted before this notebook was graded"
 
@@ -65,12 +64,10 @@ GRADER_BASE_MIB, GRADER_PER_JOB_MIB = 384, 128
 MIN_RAM_MIB = 640
 
 
-def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
-          cell_timeout: float = 60, timeout: float = 600, seed: int | str | None = None,
-          kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
-          questions_for: Callable[[str], tuple] | None = None, puzzles=None,
-          sandbox: bool = True, cgroups: bool = True, limits: _sandbox.Limits | None = None,
-          progress: Callable[[Row], None] | None = None, journal: bool = True) -> Grades:
+def grade(submissions, *, questions_for: Callable[[str], tuple] | None = None, puzzles=None,
+          puzzles_for: Callable[[str], tuple] | None = None,
+          limits: _sandbox.Limits | None = None,
+          progress: Callable[[Row], None] | None = None, **options) -> Grades:
     """Grade every ``*.ipynb`` under ``submissions`` (a folder, or a list of notebook paths).
 
     ``chapter`` defaults to the one most notebooks' metadata names (``gpu_lessons.chapter``);
@@ -87,12 +84,25 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     the same inputs.  ``questions_for(student_id)`` returns
     that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
     whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
-    for none).  ``sandbox=False`` runs notebooks without a sandbox
+    for none); ``puzzles_for(student_id)``: that student's puzzles instead (a release's
+    per-student variants).  ``sandbox=False`` runs notebooks without a sandbox
     (see ``NO_SANDBOX_RISKS``); ``cgroups=False`` sandboxes them without a control group each
     (see ``NO_CGROUP_RISKS``).  ``progress(row)`` is called as each row is done.
+
+    The options (``chapter`` ... ``journal``, ``memory_mib``, ``ram_mib``) are the fields of
+    :class:`~gpu_lessons.grading.options.GradeOptions`, the same the command line offers.
     """
     from ..questions import chapter_number, load
     from .journal import Journal, digest, path_for
+    from .options import GradeOptions
+
+    opts = GradeOptions(**options)
+    chapter, out, feedback, jobs = opts.chapter, opts.out, opts.feedback, opts.jobs
+    cell_timeout, timeout, seed, kernel = opts.cell_timeout, opts.timeout, opts.seed, opts.kernel
+    id_pattern, sandbox, cgroups, journal = (opts.id_pattern, opts.sandbox, opts.cgroups,
+                                             opts.journal)
+    if limits is None:
+        limits = opts.limits()
 
     root, paths = _subs.collect(submissions)
     if not paths:
@@ -113,8 +123,13 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     puzzles = chapter_puzzles(chapter) if puzzles is None else tuple(puzzles)
     if not all(isinstance(p, Puzzle) for p in puzzles):
         raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
+    if puzzles_for is not None and not callable(puzzles_for):
+        raise TypeError(f"puzzles_for must be a function of the student id, got "
+                        f"{type(puzzles_for).__name__}")
+    if puzzles_for is not None:
+        puzzles = ()  # each student's own, from puzzles_for
     if questions_for is None:
-        if not load(chapter) and not puzzles:
+        if not load(chapter) and not puzzles and puzzles_for is None:
             raise ValueError(f"chapter {chapter:02d} has no questions to grade yet")
         questions_for = _fixed(load(chapter))
     if out is not None:  # fail now, not after an hour of grading
@@ -137,14 +152,15 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
             _cgroups.protect_grader()
     settings = {"chapter": chapter, "seed": None if seed is None else str(seed),
                 "cell_timeout": cell_timeout, "timeout": timeout, "kernel": kernel,
-                "puzzles": [[p.id, p.name, p.points] for p in puzzles], "sandbox": sandbox}
+                "puzzles": [[p.id, p.name, p.points] for p in puzzles],
+                "per_student_puzzles": puzzles_for is not None, "sandbox": sandbox}
     fresh = secrets.token_hex(16)
     book = (Journal.open(path_for(out), settings, fresh_seed=fresh)
             if out is not None and journal else None)
     seed = book.settings["seed"] if book is not None else (settings["seed"] or fresh)
     run = _Run(cell_timeout=cell_timeout, timeout=timeout, seed=seed, kernel=kernel,
                puzzles=puzzles, sandbox=sandbox, limits=limits, questions_for=questions_for,
-               jobs=jobs, chapter=chapter, cgroups=cgroups)
+               jobs=jobs, chapter=chapter, cgroups=cgroups, puzzles_for=puzzles_for)
     rows: dict[str, Row] = {}
 
     def one(path: Path) -> Row:
@@ -221,10 +237,10 @@ class _Run:
     """The settings of one grading run and the sandboxes it has in flight."""
 
     def __init__(self, *, cell_timeout, timeout, seed, kernel, puzzles, sandbox, limits,
-                 questions_for, jobs, chapter=None, cgroups=True):
+                 questions_for, jobs, chapter=None, cgroups=True, puzzles_for=None):
         self.cell_timeout, self.timeout, self.seed, self.kernel = cell_timeout, timeout, seed, kernel
         self.puzzles, self.sandbox, self.limits = puzzles, sandbox, limits
-        self.chapter, self.cgroups = chapter, cgroups
+        self.chapter, self.cgroups, self.puzzles_for = chapter, cgroups, puzzles_for
         self.questions_for = questions_for
         self.slots = _slots(jobs)
         self._lock = threading.Lock()
@@ -235,11 +251,13 @@ class _Run:
     def plan(self, student: str) -> Plan:
         """The student's plan; questions a previous student also had reuse its references."""
         questions = tuple(self.questions_for(student))
-        key = tuple(map(id, questions))
+        puzzles = (tuple(self.puzzles_for(student)) if self.puzzles_for is not None
+                   else self.puzzles)
+        key = (tuple(map(id, questions)), puzzles)
         with self._lock:
             if key in self._plans:
                 return self._plans[key][0]
-        plan = Plan.make(questions, self.seed, self.puzzles)
+        plan = Plan.make(questions, self.seed, puzzles)
         with self._lock:  # keep the questions alive with the plan, so their ids stay theirs
             self._plans.setdefault(key, (plan, questions))
         return plan

@@ -655,3 +655,40 @@ def test_one_notebook_claiming_a_release_only_warns(released, tmp_path, capsys):
     assert cli._questions_for(args) is None
     err = capsys.readouterr().err
     assert "warning: 1 of the 3 notebooks" in err and "--secret-file" in err
+
+
+def test_public_solutions_earn_no_graded_point_in_any_chapter():
+    """What a release grades, chapter by chapter: the bank's questions (which no public
+    solution notebook answers: it never names them) and each student's puzzle variants (which
+    every public worked kernel fails: tests/test_puzzle_variants.py).  No built-in question,
+    and no plain puzzle, is ever a graded column."""
+    from gpu_lessons.assignments import puzzles_for
+    from gpu_lessons.puzzles import puzzles as all_puzzles
+
+    builtin = {q.id for q in ALL}
+    for n in CHAPTERS:
+        solution = nbformat.read(next((ROOT / "solutions").glob(f"{n:02d}_*.ipynb")),
+                                 as_version=4)
+        code = "\n".join(c.source for c in solution.cells if c.cell_type == "code")
+        for student in STUDENTS:
+            graded_qs = questions_for(SECRET, n, bank=TEMPLATE_BANK)(student)
+            assert graded_qs and not {q.id for q in graded_qs} & builtin
+            for q in graded_qs:
+                assert not re.search(rf"^\s*{q.name}\s*=", code, re.M), (n, q.name)
+            mine = puzzles_for(SECRET, n)(student)
+            assert [p.column for p in mine] == [f"puzzle:{p.id}" for p in
+                                                (all_puzzles(n) if 2 <= n <= 8 else ())]
+            assert all("@" in p.id for p in mine), mine
+
+
+def test_puzzle_variants_are_drawn_from_the_key():
+    from gpu_lessons.assignments import draw_puzzle
+    from gpu_lessons.puzzles.variants import variants
+
+    drawn = Counter(draw_puzzle(SECRET, f"s{i}", "transpose") for i in range(300))
+    assert set(drawn) == {v.id for v in variants("transpose")}
+    assert min(drawn.values()) > 60  # three variants, about 100 each
+    assert draw_puzzle(SECRET, "ann", "transpose") == draw_puzzle(SECRET, "ann", "transpose")
+    other = bytes(reversed(SECRET))
+    assert any(draw_puzzle(SECRET, f"s{i}", "reduce") != draw_puzzle(other, f"s{i}", "reduce")
+               for i in range(10))

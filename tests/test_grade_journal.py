@@ -148,3 +148,12 @@ def test_the_seccomp_program_refuses_what_it_lists_and_allows_the_rest(machine):
     if machine == "x86_64":  # the x32 ABI's calls
         assert seccomp.verdict(0x40000000 | 1, arch, machine=machine) == eperm
     assert len(seccomp.program(machine)) == 8 * len(seccomp.instructions(machine))
+
+
+def test_graded_puzzle_feedback_hides_the_expected_value_at_the_grader_s_inputs():
+    from gpu_lessons.grading.puzzle_eval import redact
+
+    text = redact("✗ transpose: out[7] is 3.5, expected -1.25e+03; 4 of 9 elements are wrong")
+    assert "1.25" not in text and "out[7] is 3.5" in text and "4 of 9" in text
+    assert redact("✗ x: out[0] is nan, expected nan") == \
+        "✗ x: out[0] is nan (the expected value is not shown in graded feedback)"

@@ -1,5 +1,7 @@
-"""Grades that survive: the journal a killed run resumes from, the bounded reading of what a
-sandbox reports, and the seccomp program (checked instruction by instruction, no sandbox)."""
+"""Grades that survive and containment checked without a sandbox: the journal a killed run
+resumes from, the bounded reading of what a sandbox reports, the seccomp program (checked
+instruction by instruction), the cgroup v2 files (on a stand-in hierarchy), and the refusal
+to grade without control groups."""
 
 from __future__ import annotations
 
@@ -157,3 +159,51 @@ def test_graded_puzzle_feedback_hides_the_expected_value_at_the_grader_s_inputs(
     assert "1.25" not in text and "out[7] is 3.5" in text and "4 of 9" in text
     assert redact("✗ x: out[0] is nan, expected nan") == \
         "✗ x: out[0] is nan (the expected value is not shown in graded feedback)"
+
+
+def test_cgroup_v2_groups_are_made_as_the_kernel_s_interface_asks(tmp_path, monkeypatch):
+    """The v2 path on a stand-in hierarchy (CI machines here have v1 memory controllers): the
+    grader moves itself into a leaf of its own, hands memory and pids to its subtree, and
+    gives each sandbox memory.max, memory.swap.max = 0, memory.oom.group = 1 and pids.max;
+    the container's cap is read from the groups above."""
+    from gpu_lessons.grading import cgroups
+
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (tmp_path / "memory.max").write_text(f"{2560 * 2**20}\n")
+    monkeypatch.setattr(cgroups, "MOUNT", tmp_path)
+    monkeypatch.setattr(cgroups, "_own_groups", lambda: {"unified": "/"})
+    found = cgroups._setup()
+    base = found.bases["unified"]
+    assert found.version == 2 and base.parent == tmp_path
+    assert (base / "grader" / "cgroup.procs").read_text() == str(__import__("os").getpid())
+    assert (base / "cgroup.subtree_control").read_text() == "+memory +pids"
+    group = found.create(960, 256)
+    folder = group.folders[0]
+    assert folder.parent == base and folder.name.startswith("sandbox-")
+    assert {f: (folder / f).read_text() for f in ("memory.max", "memory.swap.max",
+                                                  "memory.oom.group", "pids.max")} == \
+        {"memory.max": str(960 * 2**20), "memory.swap.max": "0", "memory.oom.group": "1",
+         "pids.max": "256"}
+    assert group.procs_files == [str(folder / "cgroup.procs")]
+    argv = cgroups.enter_argv(group, ["bwrap", "--", "python"])
+    assert argv[:2] == ["/bin/sh", "-c"] and str(folder / "cgroup.procs") in argv
+    assert argv[argv.index("--") + 1:] == ["bwrap", "--", "python"]
+    assert found.limit_bytes() == 2560 * 2**20
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n")
+    assert group.oom_kills() == 2
+    group.kill()
+    assert (folder / "cgroup.kill").read_text() == "1"
+
+
+def test_where_no_control_group_can_be_made_the_grader_refuses_and_says_what_is_lost(
+        tmp_path, monkeypatch):
+    from gpu_lessons.grading import SandboxUnavailable, runner
+    from gpu_lessons.grading import sandbox as sb
+
+    monkeypatch.setattr(sb, "unavailable", lambda: "")
+    monkeypatch.setattr(sb, "containment_unavailable", lambda: "no memory controller here")
+    folder = _class(tmp_path / "subs", 1)
+    with pytest.raises(SandboxUnavailable, match="no memory controller here.*--no-cgroups.*"
+                                                 "memfd and tmpfs pages"):
+        grade(folder, questions_for=lambda s: (Q,), puzzles=())
+    assert "memfd" in runner.NO_CGROUP_RISKS

@@ -203,7 +203,7 @@ def test_where_no_control_group_can_be_made_the_grader_refuses_and_says_what_is_
     monkeypatch.setattr(sb, "unavailable", lambda: "")
     monkeypatch.setattr(sb, "containment_unavailable", lambda: "no memory controller here")
     folder = _class(tmp_path / "subs", 1)
-    with pytest.raises(SandboxUnavailable, match="no memory controller here.*--no-cgroups.*"
+    with pytest.raises(SandboxUnavailable, match=r"no memory controller here.*--no-cgroups.*"
                                                  "memfd and tmpfs pages"):
         grade(folder, questions_for=lambda s: (Q,), puzzles=())
     assert "memfd" in runner.NO_CGROUP_RISKS

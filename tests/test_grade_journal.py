@@ -207,3 +207,18 @@ def test_where_no_control_group_can_be_made_the_grader_refuses_and_says_what_is_
                                                  "memfd and tmpfs pages"):
         grade(folder, questions_for=lambda s: (Q,), puzzles=())
     assert "memfd" in runner.NO_CGROUP_RISKS
+
+
+def test_a_sandbox_that_filled_its_memory_allowance_says_so():
+    plan = Plan((Q,), {}, (), "nonce")
+    report = rows.Report.start(plan, n_code_cells=1)
+    report.feed(0.0, b'{"event": "kernel"}')
+    report.feed(0.1, b'{"event": "cell", "index": 1}')
+    full = Outcome(None, True, (), "", "", 40.0, None, 0, 512 * 2**20)
+    _, reason = rows.status_and_reason(report, full, 4, 30, 256, 512)
+    assert "all of their memory allowance of 512 MiB" in reason
+    killed = Outcome(-9, False, (), "", "", 3.0, None, 2, 512 * 2**20)
+    _, reason = rows.status_and_reason(report, killed, 4, 30, 256, 512)
+    assert "the kernel killed 2 of its processes" in reason
+    light = Outcome(None, True, (), "", "", 40.0, None, 0, 100 * 2**20)
+    assert "allowance" not in rows.status_and_reason(report, light, 4, 30, 256, 512)[1]

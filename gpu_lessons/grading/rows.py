@@ -178,9 +178,13 @@ def _process_limit(outcome, limit: int | None) -> str:
 def _memory_limit(outcome, ram_mib: int | None) -> str:
     """A note when the kernel killed a process of the sandbox for its memory cap."""
     kills = getattr(outcome, "oom_kills", 0)
-    if not kills:
-        return ""
     cap = f" of {ram_mib} MiB" if ram_mib else ""
+    peak = getattr(outcome, "memory_peak", None)
+    if not kills:
+        if ram_mib and peak and peak >= 0.95 * ram_mib * 2**20:
+            return (f" (the notebook's processes held all of their memory allowance{cap}, "
+                    f"memfd and tmpfs pages included)")
+        return ""
     return (f" (the notebook used up its memory allowance{cap}, memfd and tmpfs pages "
             f"included: the kernel killed {kills} of its processes)")
 

@@ -299,7 +299,8 @@ class _Run:
                                  seed=puzzle_seed(self.seed, self.chapter, student))
                 if report.invalid:
                     status, reason = status_and_reason(report, outcome, self.cell_timeout,
-                                                       self.timeout, self.limits.processes)
+                                                       self.timeout, self.limits.processes,
+                                                       self.limits.ram_mib)
         return make_row(plan, file, student, report, status, reason)
 
     def _limits(self) -> _sandbox.Limits:

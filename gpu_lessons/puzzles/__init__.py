@@ -68,6 +68,11 @@ def find(puzzle_id: str) -> Puzzle:
     """The puzzle with this id; a ``ValueError`` lists the ids when there is none."""
     if not isinstance(puzzle_id, str):
         raise TypeError(f"puzzle_id must be a str, got {type(puzzle_id).__name__}")
+    if "@" in puzzle_id:  # a per-student variant: "transpose@turn_right" (see .variants)
+        from .variants import variant_puzzle
+
+        base, _, key = puzzle_id.partition("@")
+        return variant_puzzle(find(base), key)
     try:
         return _BY_ID[puzzle_id]
     except KeyError:

@@ -34,6 +34,7 @@ def _cases():
     spec = importlib.util.spec_from_file_location(
         "plain_python_kernels", ROOT / "tests" / "kernels" / "plain_python_kernels.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module.CASES
 
@@ -79,7 +80,7 @@ def main(out: Path) -> None:
                   flush=True)
     import cupy
 
-    record = {"meta": {"date": dt.date.today().isoformat(), "gpu": device_name(),
+    record = {"meta": {"date": dt.date.today().isoformat(), "gpu": device_name(cupy),
                        "cupy": cupy.__version__, "python": platform.python_version(),
                        "how": "tools/device/plain_python_h200.py; run_on_gpu (-fmad=false), "
                               "5 timed runs per kernel"},

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._format import html_table
-from ..kernels import simt
+from ..kernels import queries, simt
 from ..kernels.lang import KernelLanguageError
 from . import _kernel, _metrics, _races
 
@@ -393,11 +393,11 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
     """Run ``kernel`` (a function, or its source text with ``constants``) on every case of
     ``p`` and return the verdict (see the module docstring)."""
     try:
-        kernel, choices = _prepare(p, kernel, dict(choices or {}), dict(constants or {}))
+        kernel, k, choices = _prepare(p, kernel, dict(choices or {}), dict(constants or {}))
         runs = [_run_case(p, kernel, case) for case in _cases(p, seed, choices)]
     except _Failed as stop:
         return stop.result
-    budgets = (*p.budgets, *_implicit(p, runs, _kernel.unread_atomic_lines(kernel)))
+    budgets = (*p.budgets, *_implicit(p, runs, queries.unread_atomic_lines(k)))
     measured = [(b, m) for b in budgets
                 if (m := _measure(b, runs, choices, kernel)) is not None]
     measures = tuple(m for _, (m, _, _) in measured)
@@ -466,17 +466,17 @@ def _prepare(p: Puzzle, kernel, choices: dict, constants: dict):
             raise _fail(p, "language", str(exc), line=exc.lineno) from None
         except (SyntaxError, TypeError, ValueError) as exc:
             raise _fail(p, "language", f"the kernel's source cannot be compiled: {exc}") from None
-    problem = _kernel.language_problem(kernel)
-    if problem is not None:
-        raise _fail(p, "language", problem[0], line=problem[1])
-    problem = _kernel.signature_problem(kernel, p.params)
+    k = _kernel.language_problem(kernel)
+    if isinstance(k, tuple):
+        raise _fail(p, "language", k[0], line=k[1])
+    problem = queries.signature_problem(k, p.params)
     if problem is not None:
         raise _fail(p, "signature", problem)
     for name, what in p.choices.items():
         if name not in choices:
             raise _fail(p, "choice", f"this puzzle needs your launch choice: pass {name}=... "
                                      f"({what})")
-    return kernel, choices
+    return kernel, k, choices
 
 
 def _cases(p: Puzzle, seed: int, choices: dict) -> list[Case]:

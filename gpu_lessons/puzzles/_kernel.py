@@ -88,69 +88,18 @@ def is_stub(kernel) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-def language_problem(kernel) -> tuple[str, int | None] | None:
-    """``(message, line)`` when the kernel leaves the kernel language, else None."""
+def language_problem(kernel):
+    """``(message, line)`` when the kernel leaves the kernel language, else its validated
+    :class:`~gpu_lessons.kernels.lang.Kernel` (what the other questions read)."""
     if not callable(kernel):
         return (f"expected a kernel function def kernel(t, ...), got {type(kernel).__name__}",
                 None)
     try:
-        kernel_lang.validate(kernel)
+        return kernel_lang.validate(kernel)
     except kernel_lang.KernelLanguageError as exc:
         return str(exc), exc.lineno
     except (TypeError, ValueError) as exc:  # no source to read, constants that are not numbers
         return str(exc), None
-    return None
-
-
-ATOMICS = frozenset({"atomic_add", "atomic_max", "atomic_cas"})
-
-
-def unread_atomic_lines(kernel) -> frozenset[int]:
-    """The learner's lines whose atomics all stand alone as statements (``t.atomic_add(out, i,
-    v)``) or are assigned to a name the kernel never reads, so the old value they return is
-    never used.  CUDA compiles such an atomic to a reduction (``red.global.add``), which
-    writes memory and returns nothing to the thread.  A line that also holds an atomic whose
-    value is used (``old = t.atomic_add(...)``, ``old`` read later) is not one of them.  Empty
-    when the source cannot be read (every atomic then counts as a read)."""
-    try:
-        k = kernel_lang.validate(kernel)
-    except (TypeError, ValueError):
-        return frozenset()
-    read = {n.id for n in ast.walk(k.tree) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)}
-    alone = {id(n.value) for n in ast.walk(k.tree) if isinstance(n, ast.Expr)}
-    alone |= {id(n.value) for n in ast.walk(k.tree)  # old = t.atomic_add(...), old never read
-              if isinstance(n, ast.Assign) and len(n.targets) == 1
-              and isinstance(n.targets[0], ast.Name) and n.targets[0].id not in read}
-    statement, used = set(), set()
-    for node in ast.walk(k.tree):
-        if isinstance(node, ast.Call) and _is_atomic(node, k.ctx):
-            lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
-            (statement if id(node) in alone else used).update(lines)
-    return frozenset(line + k.line_offset for line in statement - used)
-
-
-def _is_atomic(node, ctx: str) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == ctx
-            and node.func.attr in ATOMICS)
-
-
-def signature_problem(kernel, params: tuple[str, ...]) -> str | None:
-    try:
-        sig = inspect.signature(kernel)
-    except (TypeError, ValueError):
-        return "the kernel's signature cannot be read"
-    names = [p.name for p in sig.parameters.values()]
-    if len(names) != len(params) + 1:
-        return (f"the kernel takes ({', '.join(names)}); this puzzle calls it as "
-                f"kernel(t, {', '.join(params)})")
-    if tuple(names[1:]) != tuple(params):
-        # The simulator names each array after its parameter and every budget measures an
-        # array by name: a renamed array would be measured as no accesses at all.
-        return (f"the kernel takes ({', '.join(names)}); keep the stub's parameter names, "
-                f"kernel(t, {', '.join(params)}): the budgets measure each array by its name")
-    return None
 
 
 def explain_error(exc: BaseException) -> tuple[str, int | None]:

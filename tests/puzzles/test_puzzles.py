@@ -3258,7 +3258,7 @@ def test_an_atomic_whose_old_value_is_unused_only_writes():
     """An atomic standing alone as a statement drops the old value (CUDA emits a `red`, which
     returns nothing), so it is no read of an output; one whose value is assigned is, and so is
     any line that holds one."""
-    from gpu_lessons.puzzles import _kernel
+    from gpu_lessons.kernels import lang, queries
 
     src = ("def k(t, a, out):\n"
            "    t.atomic_add(out, 0, 1.0)\n"                                   # 2: write only
@@ -3268,8 +3268,7 @@ def test_an_atomic_whose_old_value_is_unused_only_writes():
            "        t.atomic_max(\n"                                           # 6, 7: write only
            "            out, 4, w)\n"
            "    old = t.atomic_add(out, 5, 1.0)\n")                          # 8: never read
-    assert _kernel.unread_atomic_lines(src) == {2, 6, 7, 8}
-    assert _kernel.unread_atomic_lines("not a kernel") == frozenset()
+    assert queries.unread_atomic_lines(lang.validate(src)) == {2, 6, 7, 8}
     # the grader's path: the kernel as a cell's text, lines counted from the cell's top
     cell = "BLOCK = 1\n\n" + inspect.getsource(honest_dot_warp_atomics)
     assert puzzles.evaluate("dot", cell.replace("honest_dot_warp_atomics", "dot_kernel")).passed

@@ -193,6 +193,12 @@ class _Rewrite(ast.NodeTransformer):
         node.value = self.visit(node.value)
         target = node.targets[0]
         if isinstance(target, ast.Name) and self.declares(node.value):
+            call = node.value
+            if call.func.attr == "shared" and not any(k.arg == "name" for k in call.keywords) \
+                    and len(call.args) < 3:
+                # messages say tile[3], not shared0[3]: the array is named as the line names it
+                call.keywords.append(self.located(ast.keyword("name", ast.Constant(target.id)),
+                                                  call))
             self.bound.add(target.id)
             return node
         if isinstance(target, ast.Name):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import linecache
-import re
 import sys
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -72,25 +70,6 @@ def _caller_line() -> int | None:
     while f is not None and f.f_code.co_filename in SIM_FILES:
         f = f.f_back
     return None if f is None else f.f_lineno
-
-
-_DECLARED = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*\w+\.shared\(")
-_declared_names: dict[tuple[str, int], str | None] = {}
-
-
-def _declared_name() -> str | None:
-    """The name the kernel's line gives a shared array (``tile = t.shared(...)``), so messages
-    say ``tile[3]`` rather than ``shared0[3]``; ``None`` where the line does not say."""
-    f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename in SIM_FILES:
-        f = f.f_back
-    if f is None:
-        return None
-    key = (f.f_code.co_filename, f.f_lineno)
-    if key not in _declared_names:
-        match = _DECLARED.match(linecache.getline(*key))
-        _declared_names[key] = match.group(1) if match else None
-    return _declared_names[key]
 
 
 @dataclass

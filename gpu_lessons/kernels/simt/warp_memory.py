@@ -22,7 +22,6 @@ from .lanes import (
     Lanes,
     _bits_mask,
     _caller_line,
-    _declared_name,
     _Memory,
     _new_event,
     _SharedAlloc,
@@ -65,7 +64,7 @@ class _MemoryOps:
                     f"memory is limited to {MAX_STATIC_SHARED_BYTES} bytes (48 KB) per block")
             data = (np.full(shape, np.nan, dtype) if dtype.kind == "f"
                     else np.zeros(shape, dtype))
-            name = name or _declared_name() or f"shared{k}"
+            name = name or f"shared{k}"   # the rewrite passes the name the kernel's line gives it
             a = _SharedAlloc(name, data, base, np.zeros(data.size, bool))
             allocs.append(a)
             self._b.shared_top = base + nbytes

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_lessons import puzzles  # noqa: E402
-from gpu_lessons.puzzles._core import NOTEBOOKS  # noqa: E402
+from gpu_lessons.puzzles._section import NOTEBOOKS  # noqa: E402
 
 KERNELS = ROOT / "solutions" / "puzzle_kernels.py"
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .. import occupancy as _occupancy
 from .._format import percent, ratio
 from ..kernels.simt import WARP_SIZE
+from ._section import Section
 
 _COALESCING_SECTION = (4, "2. Coalescing: how many sectors does one request cost?")
 
@@ -37,7 +38,6 @@ class Metric:
 
     @property
     def section(self):
-        from ._core import Section
 
         return Section(*self.section_ref)
 

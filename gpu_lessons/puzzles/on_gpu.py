@@ -147,7 +147,8 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     from .. import kernels as cuda
     from .. import roofline
     from ..measure.gpu import catalog_gpu, skip_line
-    from . import _kernel, find
+    from . import _kernel
+    from ._registry import find
 
     p = find(puzzle_id)
     if _kernel.is_stub(kernel):  # the exercise's stub: nothing to translate yet

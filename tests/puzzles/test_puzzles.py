@@ -23,7 +23,8 @@ from gpu_lessons import checks, puzzles
 from gpu_lessons.kernels.simt.examples import KERNELS as LESSON_KERNELS
 from gpu_lessons.occupancy import occupancy
 from gpu_lessons.puzzles import _metrics
-from gpu_lessons.puzzles._core import ERROR_SECTION, NOTEBOOKS, RACE_SECTION, SHARED_SECTION
+from gpu_lessons.puzzles._core import ERROR_SECTION, RACE_SECTION, SHARED_SECTION
+from gpu_lessons.puzzles._section import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
 

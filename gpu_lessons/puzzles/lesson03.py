@@ -67,9 +67,10 @@ PUZZLES = (
         launch=lambda n: (1, n),
         sizes=({"n": 128},), more=({"n": 32},), gpu_size={"n": 1024},
         valid=lambda n: power_of_two("n", n, low=2, high=1024),
-        budgets=(Budget("barriers", lambda n: 1 + math.log2(n),
-                        "one after the products are stored, one after each of the log₂ n "
-                        "halving steps", section=SHARED, limit_text="1 + log₂ n per block"),
+        budgets=(Budget("barriers", lambda n: math.log2(n),
+                        "one before each of the log₂ n halving steps (the first waits for "
+                        "the products); none after the last, whose sum thread 0 wrote "
+                        "itself", section=SHARED, limit_text="log₂ n per block"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="a"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="b"),
                  loads("a"), loads("b")),

@@ -21,20 +21,22 @@ REUSE = S(7, "3.2 Data reuse: block, warp and thread tiling")
 
 REDUCE_SPEC = "out = x.reshape(-1, 256).sum(axis=1)"
 
-#: 1 barrier after the 256 values are stored + 1 after each of the log2(256) = 8 halvings.
-TREE_BARRIERS = Budget("barriers", 9, "one barrier after the values are stored, one after "
-                                      "each of the 8 halving steps (256 → 1)", section=STABLE)
+#: 1 barrier before each of the log2(256) = 8 halvings (the first waits for the stored
+#: values); none after the last, whose one sum thread 0 wrote and thread 0 stores.
+TREE_BARRIERS = Budget("barriers", 8, "one barrier before each of the 8 halving steps "
+                                      "(256 → 1); none after the last: thread 0 wrote the "
+                                      "sum it stores", section=STABLE)
 #: Sequential addressing (step s: threads tid < s add sdata[tid + s]) issues, per block of 8
-#: warps: 8 × 30 full-warp instructions (index, load, store, barrier, 8 × (test, branch,
-#: barrier), final test and branch); loop bodies of 5 instructions in 4 + 2 + 1 full warps
+#: warps: 8 × 29 full-warp instructions (index, load, store, 8 × (barrier, test, branch),
+#: final test and branch); loop bodies of 5 instructions in 4 + 2 + 1 full warps
 #: (s = 128, 64, 32) and in warp 0 with 16, 8, 4, 2, 1 lanes; the final load and store with 1
-#: lane.  Lanes: (240 + 35) × 32 + 5 × 31 + 2 = 8,957 over 302 × 32 = 9,664 slots: 92.7 %.
-#: The budget leaves 2.7 points for a few extra instructions in the loop; the divergent
-#: tid % (2s) kernel reaches 63.6 %.
+#: lane.  Lanes: (232 + 35) × 32 + 5 × 31 + 2 = 8,701 over 294 × 32 = 9,408 slots: 92.5 %.
+#: The budget leaves 2.5 points for a few extra instructions in the loop; the divergent
+#: tid % (2s) kernel reaches about 63 %.
 WARP_UNIFORM = Budget("simt_efficiency", 0.90,
                       "when the adding threads are consecutive, whole warps are busy or idle "
-                      "until fewer than 32 add: 92.7 % with sequential addressing (the "
-                      "tid % (2s) test leaves idle lanes in every busy warp: 63.6 %)",
+                      "until fewer than 32 add: 92.5 % with sequential addressing (the "
+                      "tid % (2s) test leaves idle lanes in every busy warp: about 63 %)",
                       section=DIVERGENCE)
 NO_CONFLICTS = Budget("bank_conflicts", 0, "consecutive threads on consecutive words touch "
                                            "32 different banks", section=BANKS)
@@ -79,12 +81,12 @@ PUZZLES = (
             "The same sum, but the threads that add at each step must be *consecutive* "
             "threads, so that warps are either fully busy or fully idle (until fewer than 32 "
             "additions are left).", 13,
-            (TREE_BARRIERS, WARP_UNIFORM, loads("x"), once("x")), (DIVERGENCE, STABLE)),
+            (WARP_UNIFORM, TREE_BARRIERS, loads("x"), once("x")), (DIVERGENCE, STABLE)),
     _reduce("reduce", "Reduction 3: sequential addressing",
             "The same sum, with whole warps busy *and* no bank conflicts: at step s, thread "
             "tid adds the value s places after its own, so a warp reads 32 consecutive "
             "words.", 12,
-            (TREE_BARRIERS, WARP_UNIFORM, NO_CONFLICTS, loads("x"), once("x")),
+            (WARP_UNIFORM, NO_CONFLICTS, TREE_BARRIERS, loads("x"), once("x")),
             (BANKS, BANK_MODEL, DIVERGENCE), picture="shared"),
     _reduce("reduce_shuffle", "Reduction 4: finish with warp shuffles",
             "The same sum with one barrier: each warp adds its 32 values with "
@@ -103,8 +105,9 @@ PUZZLES = (
           "2ᵈ places before it. Reading and writing one array in the same step races; use "
           "two buffers and swap them, so one barrier per step is enough.", 17,
           "out = np.cumsum(x.reshape(-1, 128), axis=1).ravel()", 128,
-          (Budget("barriers", 8, "one after loading, one after each of the log₂ 128 = 7 steps "
-                                 "(reading one buffer and writing the other)", section=STABLE),
+          (Budget("barriers", 7, "one before each of the log₂ 128 = 7 steps (reading one "
+                                 "buffer and writing the other); none after the last: each "
+                                 "thread stores the value it wrote itself", section=STABLE),
            Budget("bank_conflicts", 0, "each step reads and writes consecutive words",
                   section=BANKS),
            loads("x"), stores("out")),
@@ -119,7 +122,10 @@ PUZZLES = (
           (Budget("shared_stores_per_element", (4 * 128 - 2) / 128,
                   "a store per tree update: 128 to load + 127 up + 1 clear + 2 × 127 down = "
                   "4n − 2 for n = 128", array="x", section=COMPUTE),
-           loads("x"), stores("out")),
+           loads("x"), stores("out"),
+           Budget("bank_conflicts", 0, "the tree's pairs are 2ᵈ words apart, so deep in the "
+                  "tree a warp's lanes land on a few banks; one spare word after every 32 "
+                  "(index i stored at i + i // 32) spreads them over 32 banks", section=BANKS)),
           (COMPUTE,)),
     Puzzle(
         id="matmul_register", title="Matrix multiply with 2 × 2 register blocking", lesson=7,
@@ -146,7 +152,10 @@ PUZZLES = (
                         limit_text="n / 16 per element"),
                  Budget("loads_per_element", lambda n: n / 16, "likewise for b", array="b",
                         section=REUSE, limit_text="n / 16 per element"),
-                 loads("a"), loads("b"), stores("c")),
-        sections=(REUSE,), picture="a", picture_row="n",
+                 loads("a"), loads("b"), stores("c"),
+                 Budget("bank_conflicts", 0, "a warp is 4 rows of 8 threads: it stores 4 "
+                        "rows of 8 words and reads 4 rows of sa; choose the tiles' row length "
+                        "(padding) so that those 4 rows start in banks 8 apart", section=BANKS)),
+        sections=(REUSE, BANKS), picture="a", picture_row="n",
     ),
 )

@@ -72,8 +72,8 @@ Translation rules
   for the element types CUDA has them for (:data:`gpu_lessons.kernels.simt.ATOMIC_DTYPES`: no float
   ``atomicMax``, no 64-bit signed ``atomicAdd``; the simulator refuses the others too).
   ``t.shfl_down/up/xor/idx`` → ``__shfl_down_sync/__shfl_up_sync/__shfl_xor_sync/
-  __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane of the warp must
-  take part, as the simulator's notes warn.
+  __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane named in the mask
+  (here all 32) must execute the call, as the simulator's notes warn.
 * **Rounding.**  Compile with ``-fmad=false`` (:data:`EXACT_OPTIONS`, what :func:`run_on_gpu`
   does by default) and ``+ - * /`` and ``sqrt`` give bit-identical results to NumPy: CUDA's
   defaults are IEEE-rounded division and square root, and without ``-fmad=false`` the compiler

@@ -300,10 +300,11 @@ SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
 #: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
 ERROR_SECTION = Section(2, "2. SIMT: one instruction, 32 lanes, an active mask")
 
-#: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
+#: Checked on every puzzle whose kernel shuffles: every lane a shuffle's mask names (all 32)
+#: must execute it, so none may be switched off by a branch or a return.
 SHUFFLES_READ_ACTIVE_LANES = Budget(
-    "shuffle_inactive_reads", 0, "a shuffle must name only lanes that take part in it (CUDA "
-    "leaves the value read from an inactive lane undefined)")
+    "shuffle_inactive_reads", 0, "every lane named in a shuffle's mask (all 32 here) must "
+    "execute it (CUDA leaves the result undefined otherwise): shuffle outside the branch")
 #: Checked on every puzzle whose kernel uses atomics but whose budgets do not measure them:
 #: there a contended atomic (``t.atomic_add(out, b, v)`` from every lane) would stand in for
 #: the tree, the tiles or the shuffles the puzzle is about.

@@ -98,7 +98,9 @@ PUZZLES = (
         goal=f"The same histogram, but each block first counts into its own {BINS} bins in "
              "shared memory (zeroed by the block, atomics on shared memory), then adds its "
              f"{BINS} totals to `hist` with one global atomic per bin. Contention moves from "
-             "the L2 cache to the SM, and the global atomics stop colliding. The bins are "
+             "the L2 cache to the SM: every block still adds to the same {BINS} bins, but it "
+             f"sends {BINS} global atomics instead of 128, each bin from its own lane, so no "
+             "warp instruction's lanes collide on one address. The bins are "
              f"`t.shared({BINS}, np.int32)`; `t.atomic_add` works on a shared array as on a global "
              "one, and `t.sync()` separates zeroing, counting and merging.",
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,

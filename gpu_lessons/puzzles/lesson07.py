@@ -92,7 +92,8 @@ PUZZLES = (
             "The same sum with one barrier: each warp adds its 32 values with "
             "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "
             "stores the warp's total, and after one barrier the first warp adds the 8 "
-            "totals with shuffles again. Shuffles may read only lanes that take part.", 20,
+            "totals with shuffles again. Every lane a shuffle names must execute it (CUDA's "
+            "rule for the mask of `__shfl_down_sync`).", 20,
             (Budget("barriers", 1, "one barrier between the warps' totals and the final sum",
                     section=STABLE),
              Budget("shared_requests_per_block", 9, "8 warps store one total each, and the "

@@ -290,12 +290,16 @@ class PuzzleResult:
 
 # -- judging ------------------------------------------------------------------------------------
 
-#: A race: the misconception box there says what a barrier guarantees (every shared-memory
-#: write before it is seen by the whole block after it).
-RACE_SECTION = Section(3, "6. Keeping copies consistent: write-through and write-back")
-#: A barrier reached from different lines: what a block's barrier is.
-BARRIER_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
-SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
+#: A race between warps, a barrier reached from different lines, a read of shared memory no
+#: thread wrote: the section that stages a tile and says what a barrier guarantees (no thread
+#: passes it until all the block's threads reach it, so every store before it precedes every
+#: load after it).
+RACE_SECTION = Section(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
+BARRIER_SECTION = RACE_SECTION
+SHARED_SECTION = RACE_SECTION
+#: A race between the lanes of one warp (a missing ``t.syncwarp()``): the section on a warp's
+#: last steps of a tree.
+WARP_RACE_SECTION = Section(7, "5.4 Reductions and scans: trees in shared memory")
 #: Where an index past an array's end (guard it with ``t.return_if``) and a per-lane value in a
 #: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
 ERROR_SECTION = Section(2, "2. SIMT: one instruction, 32 lanes, an active mask")
@@ -548,7 +552,8 @@ def _hazard(result: simt.SimResult):
         # a race between warps first: the t.sync() it needs orders a warp's lanes too, while
         # the t.syncwarp() a race inside one warp asks for would leave the other one standing
         r = next((r for r in result.races if not r.within_warp), result.races[0])
-        return "race", f"{r}: a {r.missing} is missing", r.other_line, RACE_SECTION
+        section = WARP_RACE_SECTION if r.within_warp else RACE_SECTION
+        return "race", f"{r}: a {r.missing} is missing", r.other_line, section
     for u in result.uninitialised_reads:
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:

@@ -317,12 +317,11 @@ METRICS: dict[str, Metric] = {
                                 _loads_per_element, False,
                                 (7, "3.2 Data reuse: block, warp and thread tiling"), None),
     "barriers": Metric("barriers", "per block", _barriers, False,
-                       (7, "5.3 Stable execution paths: divergence and needless "
-                           "synchronisation"), None),
+                       (7, "5.4 Reductions and scans: trees in shared memory"), None),
     "shared_stores_per_element": Metric("shared-memory stores", "per element",
                                         _shared_stores_per_element, False,
-                                        (7, "4. The compute-bound route: keep the units fed "
-                                            "with useful instructions"), None),
+                                        (7, "5.4 Reductions and scans: trees in shared "
+                                            "memory"), None),
     "shared_loads_per_fma": Metric("shared-memory loads", "per multiply-add",
                                    _shared_loads_per_fma, False,
                                    (7, "3.2 Data reuse: block, warp and thread tiling"), None),

@@ -13,6 +13,7 @@ SHARED = S(3, "L1 cache and shared memory: one SRAM, two uses")
 L2 = S(3, "L2: one cache for the whole GPU")
 BINS = 16
 HIERARCHY = S(2, "1. The execution hierarchy: thread → warp → block → SM")
+STAGING = S(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
 
 
 def _halo_loads(n):
@@ -47,10 +48,10 @@ PUZZLES = (
         valid=lambda n: size_int("n", n, low=2),
         budgets=(Budget("loads_per_element", _halo_loads,
                         "each element once, plus two halo values per block but the first: "
-                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=SHARED,
+                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=STAGING,
                         limit_text="(n + 2·(⌈n / 128⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
-        sections=(SHARED,), picture="x",
+        sections=(STAGING, SHARED), picture="x",
     ),
     Puzzle(
         id="dot", title="Dot product: a block reduction", lesson=3,
@@ -70,11 +71,11 @@ PUZZLES = (
         budgets=(Budget("barriers", lambda n: math.log2(n),
                         "one before each of the log₂ n halving steps (the first waits for "
                         "the products); none after the last, whose sum thread 0 wrote "
-                        "itself", section=SHARED, limit_text="log₂ n per block"),
+                        "itself", section=STAGING, limit_text="log₂ n per block"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="a"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="b"),
                  loads("a"), loads("b")),
-        sections=(SHARED, HIERARCHY), picture="a",
+        sections=(STAGING, HIERARCHY), picture="a",
     ),
     Puzzle(
         id="histogram_global", title="Histogram with global atomics", lesson=3,

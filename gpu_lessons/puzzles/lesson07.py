@@ -14,8 +14,8 @@ DIVERGENCE = S(2, "3. Warp divergence: branch by lane or branch by warp")
 STABLE = S(7, "5.3 Stable execution paths: divergence and needless synchronisation")
 BANKS = S(7, "3.3 On-chip: bank conflicts")
 BANK_MODEL = S(4, "5. Shared memory banks")
-COMPUTE = S(7, "4. The compute-bound route: keep the units fed with useful instructions")
 REUSE = S(7, "3.2 Data reuse: block, warp and thread tiling")
+TREES = S(7, "5.4 Reductions and scans: trees in shared memory")
 
 # -- reductions: one block of 256 threads sums 256 values ----------------------------------------
 
@@ -25,7 +25,7 @@ REDUCE_SPEC = "out = x.reshape(-1, 256).sum(axis=1)"
 #: values); none after the last, whose one sum thread 0 wrote and thread 0 stores.
 TREE_BARRIERS = Budget("barriers", 8, "one barrier before each of the 8 halving steps "
                                       "(256 → 1); none after the last: thread 0 wrote the "
-                                      "sum it stores", section=STABLE)
+                                      "sum it stores", section=TREES)
 #: Sequential addressing (step s: threads tid < s add sdata[tid + s]) issues, per block of 8
 #: warps: 8 × 29 full-warp instructions (index, load, store, 8 × (barrier, test, branch),
 #: final test and branch); loop bodies of 5 instructions in 4 + 2 + 1 full warps
@@ -76,18 +76,18 @@ PUZZLES = (
             "Each block of 256 threads sums its 256 values: store them in shared memory, then "
             "add pairs in log₂ 256 = 8 steps with a barrier after each. Any pairing that is "
             "correct and race-free passes here; the next puzzles make it faster.", 12,
-            (TREE_BARRIERS, loads("x"), once("x")), (STABLE,)),
+            (TREE_BARRIERS, loads("x"), once("x")), (TREES,)),
     _reduce("reduce_warp_uniform", "Reduction 2: keep warps whole",
             "The same sum, but the threads that add at each step must be *consecutive* "
             "threads, so that warps are either fully busy or fully idle (until fewer than 32 "
             "additions are left).", 13,
-            (WARP_UNIFORM, TREE_BARRIERS, loads("x"), once("x")), (DIVERGENCE, STABLE)),
+            (WARP_UNIFORM, TREE_BARRIERS, loads("x"), once("x")), (TREES, DIVERGENCE)),
     _reduce("reduce", "Reduction 3: sequential addressing",
             "The same sum, with whole warps busy *and* no bank conflicts: at step s, thread "
             "tid adds the value s places after its own, so a warp reads 32 consecutive "
             "words.", 12,
             (WARP_UNIFORM, NO_CONFLICTS, TREE_BARRIERS, loads("x"), once("x")),
-            (BANKS, BANK_MODEL, DIVERGENCE), picture="shared"),
+            (TREES, BANKS, BANK_MODEL, DIVERGENCE), picture="shared"),
     _reduce("reduce_shuffle", "Reduction 4: finish with warp shuffles",
             "The same sum with one barrier: each warp adds its 32 values with "
             "`t.shfl_down` (5 steps, no shared memory, no barrier), lane 0 of each warp "
@@ -99,7 +99,7 @@ PUZZLES = (
              Budget("shared_requests_per_block", 9, "8 warps store one total each, and the "
                     "first warp loads them once", section=STABLE),
              loads("x"), once("x")),
-            (STABLE,)),
+            (TREES, STABLE)),
     _scan("scan_hillis_steele", "Prefix sum: Hillis–Steele",
           "Inclusive prefix sum of each block's 128 values (`out[i] = x[0] + … + x[i]` "
           "within the block), one thread per value: in step d every thread adds the value "
@@ -108,11 +108,11 @@ PUZZLES = (
           "out = np.cumsum(x.reshape(-1, 128), axis=1).ravel()", 128,
           (Budget("barriers", 7, "one before each of the log₂ 128 = 7 steps (reading one "
                                  "buffer and writing the other); none after the last: each "
-                                 "thread stores the value it wrote itself", section=STABLE),
+                                 "thread stores the value it wrote itself", section=TREES),
            Budget("bank_conflicts", 0, "each step reads and writes consecutive words",
                   section=BANKS),
            loads("x"), stores("out")),
-          (STABLE,)),
+          (TREES,)),
     _scan("scan_blelloch", "Prefix sum: Blelloch, work-efficient",
           "*Exclusive* prefix sum of each block's 128 values (`out[i] = x[0] + … + x[i-1]`, "
           "0 first) with 64 threads, two values each: an up-sweep builds partial sums in a "
@@ -122,12 +122,12 @@ PUZZLES = (
           "out = (np.cumsum(x.reshape(-1, 128), axis=1) - x.reshape(-1, 128)).ravel()", 64,
           (Budget("shared_stores_per_element", (4 * 128 - 2) / 128,
                   "a store per tree update: 128 to load + 127 up + 1 clear + 2 × 127 down = "
-                  "4n − 2 for n = 128", array="x", section=COMPUTE),
+                  "4n − 2 for n = 128", array="x", section=TREES),
            loads("x"), stores("out"),
            Budget("bank_conflicts", 0, "the tree's pairs are 2ᵈ words apart, so deep in the "
                   "tree a warp's lanes land on a few banks; one spare word after every 32 "
                   "(index i stored at i + i // 32) spreads them over 32 banks", section=BANKS)),
-          (COMPUTE,)),
+          (TREES, BANKS)),
     Puzzle(
         id="matmul_register", title="Matrix multiply with 2 × 2 register blocking", lesson=7,
         goal="`c = a @ b` (n a multiple of 16) with 16 × 16 tiles in shared memory as in "

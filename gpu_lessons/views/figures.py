@@ -34,7 +34,7 @@ from ._base import PALETTE
 FIGURES = {
     "execution_hierarchy": "gpu_lessons.views.figures:execution_hierarchy",
     "memory_hierarchy": "gpu_lessons.views.figures:memory_hierarchy",
-    "scan_tree": "gpu_lessons.views.figures:scan_tree_example",
+    "reduction_tree": "gpu_lessons.views.figures:reduction_tree_example",
 }
 
 _SM_COLUMNS = 12
@@ -198,7 +198,7 @@ def scan_tree(result: SimResult, array: str, block: int = 0, width: int | None =
     return Drawing(p)
 
 
-def scan_tree_example():
+def reduction_tree_example():
     """The default drawing: the reduction tree of the teaching kernel ``reduce_sequential``
     (:mod:`gpu_lessons.kernels.simt.examples`) on 64 values."""
     from ..kernels.simt import examples, run

@@ -1516,10 +1516,53 @@ def test_every_cited_section_exists():
     cited |= {b.where() for p in ALL for b in p.budgets}
     cited |= {m.section for m in _metrics.METRICS.values()}
     cited |= {_core.RACE_SECTION, _core.SHARED_SECTION, _core.ERROR_SECTION,
-              _core.BARRIER_SECTION,
+              _core.BARRIER_SECTION, _core.WARP_RACE_SECTION,
               _core.SHUFFLES_READ_ACTIVE_LANES.where()}
     for s in cited:
         assert s.heading in _headings(s.lesson), f"{s} is not a heading of {s.notebook}"
+
+
+def _section_text(s) -> str:
+    """The markdown of section ``s``: from its heading to the next heading of any level."""
+    nb = nbformat.read(ROOT / "notebooks" / NOTEBOOKS[s.lesson], as_version=4)
+    lines = [ln for c in nb.cells if c.cell_type == "markdown" for ln in c.source.splitlines()]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#")
+                 and ln.lstrip("#").strip() == s.heading)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+#: The idea each puzzle turns on, which the section its "read first" (and a wrong answer's
+#: feedback) points at first must teach.
+KEY_IDEAS = {
+    "map": "thread", "zip": "thread", "guard": "active mask", "map_2d": "warp",
+    "broadcast": "block", "blocks": "grid", "blocks_2d": "grid", "split_work": "divergence",
+    "stencil": "halo", "dot": "reduction", "histogram_global": "atomic",
+    "histogram_shared": "shared memory", "aos_to_soa": "SoA", "transpose_naive": "sector",
+    "transpose_tiled": "sector", "transpose": "padding", "matmul_naive": "intensity",
+    "matmul_tiled": "tile", "ilp": "independent", "occupancy": "occupancy",
+    "reduce_tree": "reduction", "reduce_warp_uniform": "reduction", "reduce": "bank conflicts",
+    "reduce_shuffle": "shuffles", "scan_hillis_steele": "Hillis", "scan_blelloch": "up-sweep",
+    "matmul_register": "register", "grid_stride": "grid-stride", "segmented_sum": "batch",
+    "softmax": "fus",
+}
+
+
+def test_every_read_first_teaches_the_puzzle_s_key_idea():
+    assert set(KEY_IDEAS) == set(IDS)
+    for p in ALL:
+        text = _section_text(p.sections[0]).lower()
+        assert KEY_IDEAS[p.id].lower() in text, f"{p.id}: {p.sections[0]} never says {KEY_IDEAS[p.id]!r}"
+
+
+def test_every_hazard_points_at_the_section_on_that_hazard():
+    from gpu_lessons.puzzles import _core
+
+    between_warps = _section_text(_core.RACE_SECTION)
+    assert all(w in between_warps for w in ("race", "t.sync()", "barrier"))
+    assert _core.BARRIER_SECTION == _core.SHARED_SECTION == _core.RACE_SECTION
+    assert "t.syncwarp()" in _section_text(_core.WARP_RACE_SECTION)
+    assert "t.sync()" in _section_text(puzzles.find("dot").budgets[0].where())
 
 
 def test_notebooks_hold_exactly_the_tool_s_cells():

@@ -354,8 +354,8 @@ METRICS: dict[str, Metric] = {
                            (2, "1. The execution hierarchy: thread → warp → block → SM"), 0),
     "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
                                      _shuffle_inactive_reads, False,
-                                     (7, "5.3 Stable execution paths: divergence and needless "
-                                         "synchronisation"), None),
+                                     (7, "5.4 Reductions and scans: trees in shared memory"),
+                                     None),
     "occupancy": Metric("occupancy on an H100 (CC 9.0)", "%", _occupancy_metric, True,
                         (6, "2. Occupancy and the limits on resident warps")),
 }

@@ -157,7 +157,7 @@ def _fp16_tile():
         i = costs.gemm_tiled(n, n, n, tile=tile, dtype="fp16").intensity
         if i >= roof.ridge_point:
             return tile, (f"costs.gemm_tiled, 4096³ in FP16: the first T × T tile with intensity "
-                          f"≥ the {roof.ridge_point:.0f} FLOP/byte ridge is T = {tile} "
+                          f"at or above the H100's FP16 ridge is T = {tile} "
                           f"({i:.0f} FLOP/byte); T = 256 gives "
                           f"{costs.gemm_tiled(n, n, n, tile=256, dtype='fp16').intensity:.0f}")
     return math.inf, "no tile up to the matrix size reaches the ridge"

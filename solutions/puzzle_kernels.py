@@ -214,7 +214,7 @@ def ilp_kernel(t, x, out, n):
     out[i + 384] = x3 * 2 + 1
 
 
-BLOCK = 256  # threads per block: 48 of 64 warps resident at 40 registers
+BLOCK = 256  # threads per block: all 64 warps resident at its 20 registers
 
 
 def occupancy_kernel(t, x, out, n):
@@ -304,7 +304,7 @@ def reduce_shuffle_kernel(t, x, out):
         totals[t.warp] = v
     t.sync()
     with t.if_(t.warp == 0):
-        w = t.local(0.0)
+        w = t.local(0.0, np.float32)
         with t.if_(tid < 8):
             w[...] = totals[tid]
         d = 4
@@ -424,7 +424,7 @@ def segmented_sum_kernel(t, x, offsets, out):
     tid = t.thread_idx.x
     seg = t.block_idx.x
     end = offsets[seg + 1]
-    acc = t.local(0.0)
+    acc = t.local(0.0, np.float32)
     i = t.local(offsets[seg] + tid)
     for _ in t.while_(lambda: i < end):       # stride over this segment, 128 at a time
         acc[...] = acc + x[i]
@@ -446,7 +446,7 @@ def softmax_kernel(t, x, out, cols):
     red = t.shared(128, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * cols
-    m = t.local(-np.inf)
+    m = t.local(-np.inf, np.float32)
     for j0 in range(0, cols, 128):
         j = j0 + tid
         with t.if_(j < cols):
@@ -463,7 +463,7 @@ def softmax_kernel(t, x, out, cols):
         s //= 2
     top = red[0]
     t.sync()                                  # everyone has read it before red is reused
-    total = t.local(0.0)
+    total = t.local(0.0, np.float32)
     for j0 in range(0, cols, 128):
         j = j0 + tid
         with t.if_(j < cols):

@@ -435,7 +435,7 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
              "BLOCK = 256", occupancy)
     notebook("ben_02.ipynb", "OFFSET = 1\n\ndef map_kernel(t, a, out):\n"
              "    i = t.thread_idx.x\n    out[i] = a[i] + OFFSET\n",
-             "BLOCK = 1024", occupancy)
+             "BLOCK = 32", occupancy)
     notebook("cat_02.ipynb", "def map_kernel(t, a, out):\n    import os\n"
              "    out[t.thread_idx.x] = a[t.thread_idx.x] + 10\n",
              "def occupancy_kernel(t, x, out, n):\n    raise NotImplementedError\n")

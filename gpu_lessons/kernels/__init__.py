@@ -21,18 +21,21 @@ The parts, each a module of its own:
 * :mod:`~gpu_lessons.kernels.simt` — the warp simulator (:func:`run`);
 * ``cuda_*`` — the translation to CUDA C (:func:`to_cuda`);
 * :mod:`~gpu_lessons.kernels.nvrtc` — NVRTC without a GPU;
+* :mod:`~gpu_lessons.kernels.compiled` — the machine code, without a GPU (:func:`compile`:
+  registers, spills, PTX and SASS, each line tied to the learner's Python line);
 * :mod:`~gpu_lessons.kernels.gpu` — a run on a GPU (:func:`run_on_gpu`, :func:`beside_simulator`).
 
 The learner's guide to the language, with each construct's CUDA counterpart, is
 ``docs/kernel_language.md``.
 """
 
+from .compiled import AsmLine, CompiledKernel, compile
 from .cuda_c import to_cuda
 from .cuda_types import CudaSource
 from .gpu import BesideSimulator, GpuRun, beside_simulator, run_on_gpu
 from .lang import KernelLanguageError, validate
 from .simt import KernelError, SimResult, SimtError, run
 
-__all__ = ["BesideSimulator", "CudaSource", "GpuRun", "KernelError", "KernelLanguageError",
-           "SimResult", "SimtError", "beside_simulator", "run", "run_on_gpu", "to_cuda",
-           "validate"]
+__all__ = ["AsmLine", "BesideSimulator", "CompiledKernel", "CudaSource", "GpuRun", "KernelError",
+           "KernelLanguageError", "SimResult", "SimtError", "beside_simulator", "compile", "run",
+           "run_on_gpu", "to_cuda", "validate"]

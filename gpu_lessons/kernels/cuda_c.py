@@ -95,6 +95,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cuda_stmt import _Translator
+from .cuda_structure import _strip_comment
 from .cuda_types import (
     _COMMENT_COLUMN_MAX,
     _RESERVED,
@@ -114,6 +115,24 @@ def _format(lines) -> str:
             text = text.ljust(width) + "  // " + comment
         out.append(text.rstrip())
     return "\n".join(out)
+
+
+def _python_line_numbers(k, lines) -> list[int | None]:
+    """The learner's line number of each translated line, from the Python text its comment
+    repeats: the first line with that text at or after the last one found (statements come out
+    in order), else the nearest before it (a declaration placed ahead of a loop)."""
+    texts = [_strip_comment(line).strip() for line in k.lines]
+    out, last = [], 0
+    for _, _, comment in lines:
+        text = comment.removesuffix(" …").strip()
+        hits = [i for i, t in enumerate(texts) if t and t == text] if text else []
+        if not hits:
+            out.append(None)
+            continue
+        i = next((h for h in hits if h >= last), hits[-1])
+        last = max(last, i)
+        out.append(i + 1 + k.line_offset)
+    return out
 
 
 def to_cuda(kernel, *args) -> CudaSource:
@@ -170,5 +189,8 @@ def to_cuda(kernel, *args) -> CudaSource:
     header.append("// a * b + c twice; a fused multiply-add rounds once).")
     helpers = [h for h in tr.helpers.values()]
     text = "\n".join(header) + "\n\n" + ("\n".join(helpers) + "\n" if helpers else "") + body + "\n"
+    body_py = _python_line_numbers(k, body_lines)
+    body_py[0] = k.tree.lineno + k.line_offset   # the signature: the def line
+    before = text[:len(text) - len(body) - 1].count("\n")
     return CudaSource(text, kernel_name=kname, params=params, body=body, dynamic=tr.dynamic,
-                      ctx=k.ctx)
+                      ctx=k.ctx, python_lines=[None] * before + body_py)

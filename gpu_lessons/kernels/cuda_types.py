@@ -402,18 +402,22 @@ class CudaSource(str):
 
     ``kernel_name``; ``params`` (:class:`Param`, in order); ``body`` (the kernel without the
     header and helpers); :meth:`dynamic_shared_bytes`; ``options`` (NVRTC options for results
-    bit-identical to the simulator).  In a notebook it shows with syntax highlighting.
+    bit-identical to the simulator); ``python_lines``: for each line of the text, the learner's
+    Python line it comes from (``None`` for the header, helpers and braces).  In a notebook it
+    shows with syntax highlighting.
     """
 
     kernel_name: str
     params: tuple
     body: str
     options: tuple
+    python_lines: tuple
     _dynamic: tuple
     _ctx: str
 
-    def __new__(cls, text, *, kernel_name, params, body, dynamic, ctx):
+    def __new__(cls, text, *, kernel_name, params, body, dynamic, ctx, python_lines=()):
         obj = super().__new__(cls, text)
+        obj.python_lines = tuple(python_lines)
         obj.kernel_name = kernel_name
         obj.params = tuple(params)
         obj.body = body

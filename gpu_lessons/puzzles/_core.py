@@ -262,8 +262,10 @@ class PuzzleResult:
     case with no hazard (error, race, unwritten shared memory); ``status``: ``"passed"``,
     ``"failed"`` or ``"not attempted"``; ``failure``: what failed first (``"language"``,
     ``"signature"``, ``"choice"``, ``"error"``, ``"wrong"``, ``"race"``,
-    ``"uninitialised"``, or a budget's metric name), ``None`` when it passed; ``line``: the
-    learner's source line it points at, where known; ``measures``: every budget measured.
+    ``"uninitialised"``, ``"partial_warp"`` (a shuffle or ``t.syncwarp()`` that some running
+    lanes skipped), ``"fp64"`` (float64 arithmetic on float32 data), or a budget's metric
+    name), ``None`` when it passed; ``line``: the learner's source line it points at, where
+    known; ``measures``: every budget measured.
     ``score``: 1 when passed, 0.5 when correct but over a budget, else 0.
     """
 
@@ -410,7 +412,8 @@ def judge(p: Puzzle, kernel, *, seed: int = 0, choices: Mapping | None = None,
     except _Failed as stop:
         return stop.result
     budgets = (*p.budgets, *_implicit(p, runs, _kernel.unread_atomic_lines(kernel)))
-    measured = [(b, m) for b in budgets if (m := _measure(b, runs, choices)) is not None]
+    measured = [(b, m) for b in budgets
+                if (m := _measure(b, runs, choices, kernel)) is not None]
     measures = tuple(m for _, (m, _, _) in measured)
     for b, (m, case, line) in measured:
         if not m.ok:
@@ -514,21 +517,31 @@ def _run_case(p: Puzzle, kernel, case: Case):
     if hazard is not None:
         failure, text, line, section = hazard
         raise _fail(p, failure, text, case=case, line=line, section=section)
+    double = _fp64(p, case, result)
+    if double is not None:
+        raise _fail(p, "fp64", double[0], case=case, line=double[1], section=ERROR_SECTION)
     wrong = _first_wrong(p, case, args, result)
     if wrong is not None:
         raise _fail(p, "wrong", wrong, case=case, section=p.sections[0] if p.sections else None)
     return case, result
 
 
-def _measure(b: Budget, runs, choices) -> tuple[Measure, Case, int | None] | None:
-    """The budget on the measured cases: the first case that breaks it, else the last."""
+def _measure(b: Budget, runs, choices, kernel=None) -> tuple[Measure, Case, int | None] | None:
+    """The budget on the measured cases: the first case that breaks it, else the last.  A
+    metric that returns a third value sets the limit itself (one that depends on the kernel, as
+    occupancy's does on its registers); a budget whose ``params`` ask for the kernel's compiled
+    registers gets the kernel in its params."""
     metric = _metrics.METRICS[b.metric]
+    params = ({**b.params, "kernel": kernel} if b.params.get("registers") == "compiled"
+              else b.params)
     shown = None
     for case, result in runs:
         if not case.measured:
             continue
         limit = b.limit_for(case.size, choices)
-        value, line = metric.measure(result, case, b.array, b.params)
+        value, line, *own = metric.measure(result, case, b.array, params)
+        if own:
+            limit = float(own[0])
         ok = metric.within(value, limit)
         shown = (Measure(b.name, value, limit, ok,
                          f"{metric.show(value)}, budget {metric.relation(limit)} {metric.show(limit)}"),
@@ -568,7 +581,21 @@ def _hazard(result: simt.SimResult):
     for note in result.notes:
         if "different lines" in note and "t.sync()" in note:
             return "error", note, None, BARRIER_SECTION
+    for w in result.partial_warps:
+        return "partial_warp", str(w), w.line, ERROR_SECTION
     return None
+
+
+def _fp64(p: Puzzle, case: Case, result) -> tuple[str, int | None] | None:
+    """A kernel whose arrays hold no float64 but whose arithmetic runs in FP64: a Python float
+    in ``t.local(0.0)``, ``np.float64`` or a float64 scalar made the work double precision."""
+    if not result.fp64:
+        return None
+    if any(isinstance(v, np.ndarray) and v.dtype == np.float64 for v in case.args.values()):
+        return None
+    first = result.fp64[0]
+    return (f"{first}; on a GPU that is the FP64 pipe (1/2 of FP32's rate on an H200, 1/64 on "
+            f"consumer GPUs) for float32 data", first.line)
 
 
 def _first_wrong(p: Puzzle, case: Case, args: dict, result=None) -> str | None:

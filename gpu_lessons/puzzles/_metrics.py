@@ -289,19 +289,68 @@ def _shuffle_inactive_reads(result, case, array, params):
     return float(result.totals.shuffle_inactive_reads), (reads[0].line if reads else None)
 
 
+#: Printed once when NVRTC is missing and the occupancy check falls back to a stated count.
+_NO_NVRTC_SAID = []
+
+
+def kernel_registers(kernel, args, fallback: int, arch: str = "sm_90") -> int:
+    """Registers per thread NVRTC gives ``kernel`` for ``args`` on ``arch``, with the options
+    ``run_on_gpu`` compiles with (:func:`gpu_lessons.kernels.compile`'s; ptxas's report, no SASS
+    needed); ``fallback`` when NVRTC is not installed, saying so in one line."""
+    from ..kernels import compiled, nvrtc, to_cuda
+    from ..kernels.lang import KernelLanguageError
+
+    why = None
+    try:
+        if nvrtc.newest_library() is None:
+            why = "NVRTC is not installed"
+        else:
+            source = to_cuda(kernel, *args)
+            options = (*source.options, *compiled.CUPY_OPTIONS, "--ptxas-options=-v")
+            res = nvrtc.compile_cubin(str(source), arch, options)
+            if res.ok:
+                return compiled.ptxas_resources(res.log, source.kernel_name)["registers_per_thread"]
+            why = "NVRTC could not compile the kernel"
+    except KernelLanguageError:
+        why = "the kernel has no CUDA C translation"
+    except (OSError, RuntimeError, MemoryError, ValueError) as exc:   # a broken NVRTC install
+        why = f"NVRTC failed ({type(exc).__name__})"
+    if not _NO_NVRTC_SAID:
+        _NO_NVRTC_SAID.append(True)
+        print(f"{why}, so the occupancy check uses the worked kernel's {fallback} registers, "
+              f"not your kernel's (pip install nvidia-cuda-nvrtc)")
+    return fallback
+
+
 def _occupancy_metric(result, case, array, params):
-    """Theoretical occupancy of the learner's launch: the block size it chose, the registers the
-    puzzle states (the compiler's count, which the simulator cannot know) and the static shared
-    memory the kernel's blocks declared, as the simulator measured it.  When shared memory is
-    what limits, the line to blame is the declaration of the largest shared array."""
+    """Theoretical occupancy of the learner's launch: the block size it chose, the registers
+    NVRTC gives the learner's kernel (``params["registers"] == "compiled"``; the simulator cannot
+    count registers) or a stated count, and the static shared memory the kernel's blocks
+    declared, as the simulator measured it.  The limit is the most this kernel can have: the
+    best occupancy over block sizes (multiples of 32) with those registers and the blocks'
+    shared memory growing with the block by ``params["shared_per_thread"]`` bytes a thread (the
+    puzzle's tile).  When shared memory is what limits, the line to blame is the declaration of
+    the largest shared array."""
     block = result.block.x * result.block.y * result.block.z
+    registers = params["registers"]
+    if registers == "compiled":
+        registers = kernel_registers(params["kernel"], tuple(case.args.values()),
+                                     params["fallback_registers"])
+    shared = result.shared_bytes_per_block
     occ = _occupancy.occupancy(params["cc"], threads_per_block=block,
-                               registers_per_thread=params["registers"],
-                               shared_mem_per_block=result.shared_bytes_per_block)
+                               registers_per_thread=registers, shared_mem_per_block=shared)
     line = None
     if "shared memory" in occ.limiters and result.shared_arrays:
         line = max(result.shared_arrays, key=lambda a: a.nbytes).line
-    return occ.occupancy, line
+    if "shared_per_thread" not in params:
+        return occ.occupancy, line
+    fixed = shared - params["shared_per_thread"] * block
+    best = max(_occupancy.occupancy(params["cc"], threads_per_block=b,
+                                    registers_per_thread=registers,
+                                    shared_mem_per_block=max(0, fixed
+                                                             + params["shared_per_thread"] * b))
+               .occupancy for b in range(32, 1025, 32))
+    return occ.occupancy, line, best
 
 
 METRICS: dict[str, Metric] = {

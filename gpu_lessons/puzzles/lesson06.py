@@ -8,10 +8,12 @@ from ._core import Budget, Puzzle
 OCCUPANCY = S(6, "2. Occupancy and the limits on resident warps")
 HIDING = S(6, "7. A model of latency hiding: warps × independent work")
 
-#: What the compiler gives the box-filter kernel (stated, as ptxas -v would report it: the
-#: simulator cannot count registers).  Its shared memory is not stated: the simulator measures
-#: what the learner's blocks declare (``SimResult.shared_bytes_per_block``).
-BOX_REGISTERS = 40
+#: What the compiler gives the worked box-filter kernel (NVRTC 13.0 for sm_90, with the options
+#: run_on_gpu compiles with; tests/data/h200_registers.json: the H200 agrees).  The check compiles
+#: the learner's own kernel for its count and uses this one only when NVRTC is not installed.
+#: Shared memory is not stated: the simulator measures what the learner's blocks declare
+#: (``SimResult.shared_bytes_per_block``).
+BOX_REGISTERS = 20
 BOX_RADIUS = 4
 
 
@@ -48,10 +50,12 @@ PUZZLES = (
         goal="A 9-point box filter, `out[i] = x[i-4] + … + x[i+4]` (0 outside the array), "
              "with each block staging its values and a halo of 4 on each side in a shared "
              "tile of `block + 8` floats (`t.shared(t.block_dim.x + 8, np.float32)`: its size "
-             f"follows the launch). The compiler gives this kernel {BOX_REGISTERS} "
-             "registers per thread; the check measures the shared memory your blocks "
-             "declare. Write the kernel for any block size, and choose `BLOCK` (a multiple "
-             "of 32) so that an H100 keeps as many warps resident as this kernel can have.",
+             "follows the launch). The check compiles your kernel with NVRTC for sm_90 "
+             "(`gpu_lessons.kernels.compile`) and uses the registers per thread it gets "
+             f"(the worked kernel: {BOX_REGISTERS}), and measures the shared memory your "
+             "blocks declare. Write the kernel for any block size, and choose `BLOCK` (a "
+             "multiple of 32) so that an H100 keeps as many warps resident as this kernel "
+             "can have.",
         params=("x", "out", "n"), outputs=("out",),
         spec="out = np.convolve(x, np.ones(9, np.float32), mode='same')",
         launch_text="grid ⌈n / BLOCK⌉, block BLOCK (your choice)", lines=26,
@@ -61,11 +65,16 @@ PUZZLES = (
         sizes=({"n": 3000},), more=({"n": 77},), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n, low=9),
         choices={"block": "threads per block"},
-        budgets=(Budget("occupancy", 0.75,
-                        f"{BOX_REGISTERS} registers × 32 lanes = 1,280 per warp; 16,384 "
-                        "registers per sub-partition hold 12 warps, × 4 = 48 of 64",
+        budgets=(Budget("occupancy", lambda **_: 1.0,
+                        f"at the worked kernel's {BOX_REGISTERS} registers (24 allocated) × 32 "
+                        "lanes = 768 per warp, the register file holds more than 64 warps, so "
+                        "the block size decides: 32 stops at the 32-block limit (32 of 64), "
+                        "384 leaves warps over (5 × 12 = 60), 256 fills all 64",
                         section=OCCUPANCY,
-                        params={"cc": "9.0", "registers": BOX_REGISTERS}),
+                        limit_text="the most warps this kernel's registers and tile allow "
+                                   "at any block size",
+                        params={"cc": "9.0", "registers": "compiled",
+                                "fallback_registers": BOX_REGISTERS, "shared_per_thread": 4}),
                  Budget("loads_per_element", _box_loads, "each value once, plus 4 halo values "
                         "on each side of every block boundary", array="x",
                         limit_text="(n + 8·(⌈n / BLOCK⌉ − 1)) / n per element"),

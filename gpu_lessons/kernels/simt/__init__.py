@@ -123,6 +123,8 @@ from .result import (
     AccessMap,
     ArrayStats,
     Event,
+    Fp64Use,
+    PartialWarp,
     Race,
     SharedArray,
     ShuffleRead,
@@ -132,6 +134,26 @@ from .result import (
 )
 from .warp import WarpContext
 
-__all__ = ["ATOMIC_DTYPES", "KINDS", "MEMORY_KINDS", "WARP_SIZE", "AccessMap", "ArrayStats", "Dim3", "Event",
-           "KernelError", "Lanes", "Race", "SharedArray", "ShuffleRead", "SimResult", "SimtError",
-           "Stats", "UninitialisedRead", "WarpContext", "run"]
+__all__ = [
+    "ATOMIC_DTYPES",
+    "KINDS",
+    "MEMORY_KINDS",
+    "WARP_SIZE",
+    "AccessMap",
+    "ArrayStats",
+    "Dim3",
+    "Event",
+    "Fp64Use",
+    "KernelError",
+    "Lanes",
+    "PartialWarp",
+    "Race",
+    "SharedArray",
+    "ShuffleRead",
+    "SimResult",
+    "SimtError",
+    "Stats",
+    "UninitialisedRead",
+    "WarpContext",
+    "run",
+]

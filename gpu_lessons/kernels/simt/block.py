@@ -17,6 +17,7 @@ from .lanes import (
 )
 from .result import (
     Event,
+    PartialWarp,
     Race,
     SharedArray,
     ShuffleRead,
@@ -50,10 +51,16 @@ class _Sim:
         self.uninitialised: list[UninitialisedRead] = []
         self.uninitialised_seen: set = set()
         self.shuffle_reads: list[ShuffleRead] = []
+        self.partial_warps: list[PartialWarp] = []
+        self.fp64_lines: dict = {}                       # line -> float64 instructions
         self.barriers = 0
         self.count = 0
         self.shared_bytes = 0                            # the most one block declared
         self.shared_arrays: dict[str, SharedArray] = {}  # name -> first declaration
+
+    def fp64(self, line, inputs):
+        """Count a float64 arithmetic instruction at ``line``."""
+        self.fp64_lines[line] = self.fp64_lines.get(line, 0) + 1
 
     def note(self, text: str):
         if len(self.notes) < 50 and text not in self.notes:

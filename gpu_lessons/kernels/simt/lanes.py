@@ -111,15 +111,17 @@ class Lanes:
     with ``y[...] = expr``, which writes only the active lanes (a masked move).
     """
 
-    __slots__ = ("_ctx", "_defined", "_v", "_variable")
+    __slots__ = ("_ctx", "_defined", "_v", "_variable", "_weak")
     __hash__ = None  # == is element-wise
 
     def __init__(self, ctx, values: np.ndarray, defined: int,
-                 variable: bool = False):
+                 variable: bool = False, weak: bool = False):
         self._ctx = ctx
         self._v = values
         self._defined = defined  # bit i: lane i holds a value
         self._variable = variable
+        # a Python number made per-lane by a branch: NumPy promotes it as a Python scalar
+        self._weak = weak
 
     @property
     def values(self) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import _validate
 from ...hardware import WARP_SIZE
+from ..desugar import simulator_function
 from .block import _BlockRun, _Sim
 from .errors import kernel_error
 from .lanes import (
@@ -19,10 +20,7 @@ from .lanes import (
     _GlobalArg,
     _is_scalar,
 )
-from .result import (
-    SimResult,
-    _stats,
-)
+from .result import Fp64Use, SimResult, _stats
 
 
 def _dim3(name: str, value, limits) -> Dim3:
@@ -98,8 +96,8 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
             raise TypeError(f"{name}: kernel arguments must be NumPy arrays or numbers, "
                             f"got {type(a).__name__}")
 
-    sim = _Sim(kernel, grid, block, tuple(wrapped), order, max_instructions, record_indices,
-               shapes)
+    sim = _Sim(simulator_function(kernel), grid, block, tuple(wrapped), order, max_instructions,
+               record_indices, shapes)
     linear = 0
     try:
         for bz in range(grid.z):
@@ -121,6 +119,9 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
                      uninitialised_reads=tuple(sim.uninitialised),
                      shuffle_reads=tuple(sim.shuffle_reads),
                      shared_bytes_per_block=sim.shared_bytes,
-                     shared_arrays=tuple(sim.shared_arrays.values()))
+                     shared_arrays=tuple(sim.shared_arrays.values()),
+                     partial_warps=tuple(sim.partial_warps),
+                     fp64=tuple(Fp64Use(line, n) for line, n in sorted(
+                         sim.fp64_lines.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))))
 
 SIM_FILES.add(__file__)

@@ -185,6 +185,43 @@ class ShuffleRead:
 
 
 @dataclass(frozen=True)
+class PartialWarp:
+    """A warp-wide operation (a full-mask shuffle, ``__syncwarp()``) that only some of the warp's
+    running lanes executed.  CUDA requires every non-exited lane named in the mask to execute
+    it, or the result is undefined (Programming Guide, "Warp Shuffle Functions" and
+    "Synchronization Functions"); lanes that returned have exited and do not count, lanes a
+    branch or a ``break`` left out do."""
+
+    block: int
+    warp: int
+    line: int | None
+    op: str                   # "shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "syncwarp"
+    missing: tuple[int, ...]  # running lanes that did not execute it
+
+    def __str__(self) -> str:
+        lanes = ", ".join(map(str, self.missing[:8])) + (", ..." if len(self.missing) > 8 else "")
+        return (f"line {self.line}: t.{self.op}() ran under a branch that left lanes {lanes} of "
+                f"warp {self.warp} (block {self.block}) out; every lane that has not returned "
+                f"must execute a full-mask warp operation, or CUDA leaves its result undefined "
+                f"- move it out of the branch (lanes with nothing to add can add 0)")
+
+
+@dataclass(frozen=True)
+class Fp64Use:
+    """A kernel line that computes in float64 (FP64): a Python float in ``t.local(0.0)``, a
+    float64 argument or ``np.float64`` mixed into the arithmetic.  FP64 runs at 1/2 of FP32's
+    rate on an H100/H200 and 1/64 on consumer GPUs (the catalog's ``fp64`` figures)."""
+
+    line: int | None
+    instructions: int
+
+    def __str__(self) -> str:
+        return (f"line {self.line}: {self.instructions:,} warp instructions in float64 (FP64); "
+                f"if the data is float32, keep the arithmetic float32 (acc = 0.0 then acc += x[i], "
+                f"or t.local(0.0, np.float32))")
+
+
+@dataclass(frozen=True)
 class SharedArray:
     """A ``__shared__`` array a block declared (``t.shared``): its name, its bytes and the
     kernel line that declared it."""
@@ -480,6 +517,8 @@ class SimResult:
     ``notes``: things worth a look that are not errors, in words (uninitialised shared reads,
     warps meeting at different barriers, shuffles reading inactive lanes);
     ``uninitialised_reads``, ``shuffle_reads``: the same hazards as data;
+    ``partial_warps``: shuffles and ``t.syncwarp()`` that only some running lanes executed (a
+    hazard); ``fp64``: the lines that compute in float64, with their warp instructions;
     ``arrays``: :class:`ArrayStats` per array name (kernel arguments and shared arrays);
     ``shared_bytes_per_block``: the static shared memory one block declared, in bytes — its
     ``t.shared`` arrays laid out one after another, each from a 128-byte boundary, as the
@@ -501,6 +540,8 @@ class SimResult:
     shuffle_reads: tuple[ShuffleRead, ...] = ()
     shared_bytes_per_block: int = 0
     shared_arrays: tuple[SharedArray, ...] = ()
+    partial_warps: tuple[PartialWarp, ...] = ()
+    fp64: tuple[Fp64Use, ...] = ()
     #: array name -> (space, shape, itemsize), for :attr:`arrays`
     array_shapes: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -522,10 +563,10 @@ class SimResult:
 
     @property
     def hazards(self) -> tuple[str, ...]:
-        """Every race, uninitialised read and inactive-lane shuffle, in words (empty when
-        the run is clean)."""
+        """Every race, uninitialised read, inactive-lane shuffle and partial-warp operation, in
+        words (empty when the run is clean)."""
         return (tuple(map(str, self.races)) + tuple(map(str, self.uninitialised_reads))
-                + tuple(map(str, self.shuffle_reads)))
+                + tuple(map(str, self.shuffle_reads)) + tuple(map(str, self.partial_warps)))
 
     def stats(self, *, region: str | None = None, kind: str | None = None,
               block: int | None = None, warp: int | None = None,

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...hardware import WARP_SIZE
 from .errors import SimtError
+from .flow import _FlowOps, unweaken
 from .lanes import (
     _ALL,
     _ALL_BITS,
@@ -29,7 +30,7 @@ from .warp_memory import _MemoryOps, _undefined_message
 
 # -- the warp context ---------------------------------------------------------------------------
 
-class WarpContext(_MemoryOps):
+class WarpContext(_FlowOps, _MemoryOps):
     """What a kernel sees as ``t``: thread/block indices and the SIMT operations.
 
     Attributes: ``thread_idx`` (Dim3 of :class:`Lanes`), ``block_idx``, ``block_dim``,
@@ -62,6 +63,7 @@ class WarpContext(_MemoryOps):
         self._warp_syncs = 0    # t.syncwarp() calls so far: lanes' accesses between them race
         self._shared_calls = 0
         self._last_if = None
+        self._loops = []        # the plain-Python loops the warp is in (flow._Loop)
         self._args = tuple(self._wrap(a) for a in sim.args)
         # scheduling state
         self.state = "new"
@@ -80,6 +82,7 @@ class WarpContext(_MemoryOps):
     def _refresh(self):
         self._mask = self._stack[-1] & self._alive
         self._mask_bits = _mask_int(self._mask)
+        self._alive_bits = _mask_int(self._alive)
         self._act = None  # indices of the active lanes, computed when first needed
 
     def _active_lanes(self) -> np.ndarray:
@@ -144,16 +147,24 @@ class WarpContext(_MemoryOps):
     def _alu(self, ufunc, inputs):
         bits = self._mask_bits
         args = []
+        weak = False
         for v in inputs:  # _value, inlined for the common case: this runs per instruction
             if type(v) is Lanes and v._ctx is self and not bits & ~v._defined:
                 args.append(v._v)
+                weak = weak or v._weak
             else:
                 args.append(self._value(v, bits, "an operand"))
+        result_weak = False
+        if weak:
+            args, result_weak = unweaken(args, inputs)
         out = ufunc(*args)  # NumPy errors are off while warps run: inf/nan as on a GPU
         if type(out) is not np.ndarray or out.shape != (WARP_SIZE,):
             out = np.broadcast_to(np.asarray(out), (WARP_SIZE,)).copy()
-        self._issue("alu", _caller_line())
-        return Lanes(self, out, bits)
+        line = _caller_line()
+        self._issue("alu", line)
+        if out.dtype == np.float64 and not result_weak:
+            self._sim.fp64(line, inputs)
+        return Lanes(self, out, bits, weak=result_weak and out.dtype != np.bool_)
 
     def _assign(self, target: Lanes, value):
         if target._ctx is not self:
@@ -181,11 +192,14 @@ class WarpContext(_MemoryOps):
         cbits = _mask_int(c)
         va = self._value(a, bits & cbits, "t.where's first value")
         vb = self._value(b, bits & ~cbits, "t.where's second value")
+        weak = False
+        if (type(a) is Lanes and a._weak) or (type(b) is Lanes and b._weak):
+            (va, vb), weak = unweaken([va, vb], (a, b))
         out = np.where(c, va, vb)
         if out.shape != (WARP_SIZE,):
             out = np.broadcast_to(out, (WARP_SIZE,)).copy()
         self._issue("alu", _caller_line())
-        return Lanes(self, out, bits)
+        return Lanes(self, out, bits, weak=weak)
 
     def _cond(self, cond, bits, what) -> np.ndarray:
         if isinstance(cond, Lanes):

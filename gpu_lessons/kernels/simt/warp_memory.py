@@ -29,6 +29,7 @@ from .lanes import (
 )
 from .result import (
     Event,
+    PartialWarp,
     SharedArray,
     ShuffleRead,
     UninitialisedRead,
@@ -307,26 +308,35 @@ class _MemoryOps:
         ``src_lane % 32``'s value (a broadcast when ``src_lane`` is one number)."""
         line = _caller_line()
         s = self._shfl_operand(src_lane, "src_lane", line, signed=True)
-        return self._shuffle("shfl_idx", value, s % WARP_SIZE, line)
+        return self._shuffle("shfl_idx", value, s, line)
 
     def _shfl_operand(self, v, what, line, signed=False):
-        """An int, or lane values, for a shuffle's lane argument."""
+        """An int, or lane values, for a shuffle's lane argument: its low 5 bits, as
+        ``shfl.sync`` reads them (PTX ISA, "shfl.sync": ``bval[4:0]``), so a delta of 33 acts
+        as 1 and -1 (0xffffffff as CUDA's unsigned int) as 31."""
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-            if v < 0 and not signed:
-                raise ValueError(f"{what}={v} must be >= 0 (it is an unsigned int in CUDA)")
-            return int(v)
+            v = int(v)
+            if not 0 <= v < WARP_SIZE:
+                self._sim.note(f"line {line}: {what}={v} is outside 0..31; the hardware uses "
+                               f"its low 5 bits, {v & 31}")
+            return v & 31
         if type(v) is Lanes:
             vals = self._value(v, self._mask_bits, what)
             if vals.dtype.kind not in "iu":
                 raise TypeError(f"{what} must be an integer, got lane values of type "
                                 f"{vals.dtype}")
-            vals = vals.astype(np.int64)
-            if not signed and (vals[self._mask] < 0).any():
-                raise ValueError(f"{what} must be >= 0 on every active lane (it is an "
-                                 f"unsigned int in CUDA)")
-            return vals
+            return vals.astype(np.int64) & 31
         raise TypeError(f"{what} must be an int or integer lane values, "
                         f"got {type(v).__name__}")
+
+    def _partial_warp(self, op: str, line) -> None:
+        """Record a warp-wide operation that some running lanes of the warp did not execute."""
+        missing = self._alive & ~self._mask
+        if missing.any() and self._mask_bits:
+            sim = self._sim
+            if len(sim.partial_warps) < 1000:
+                sim.partial_warps.append(PartialWarp(self._b.linear, self.warp, line, op,
+                                                     tuple(np.flatnonzero(missing).tolist())))
 
     def _shuffle(self, op, value, src, line) -> Lanes:
         bits = self._mask_bits
@@ -335,6 +345,7 @@ class _MemoryOps:
             v = np.full(WARP_SIZE, v)
         if not bits:
             return Lanes(self, v.copy(), 0)
+        self._partial_warp(op, line)
         inside = (src >= 0) & (src < WARP_SIZE)
         src = np.where(inside, src, _LANE_IDS)   # outside the warp: the lane's own value
         out = v[src]
@@ -352,13 +363,16 @@ class _MemoryOps:
                      f"(warp {self.warp} of block {tuple(self.block_idx)}); CUDA leaves that "
                      f"value undefined")
         self._issue("shfl", line, inactive_reads=n_stray)
-        return Lanes(self, out, bits)
+        return Lanes(self, out, bits, weak=type(value) is Lanes and value._weak)
 
     def syncwarp(self) -> None:
         """``__syncwarp()``: the warp's lanes meet (one ``bar.warp`` instruction).  Lanes of
         a warp run in lockstep here, but not on Volta and later GPUs, so the race check
         counts shared-memory accesses of different lanes between two of these as a race."""
-        self._issue("bar.warp", _caller_line())
+        line = _caller_line()
+        if self._mask_bits:
+            self._partial_warp("syncwarp", line)
+        self._issue("bar.warp", line)
         self._warp_syncs += 1
 
     # -- barrier ---------------------------------------------------------------------------------

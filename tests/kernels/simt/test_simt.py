@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons.kernels import simt
+from gpu_lessons.kernels.lang import KernelLanguageError
 from gpu_lessons.kernels.simt import SimtError, run
 from gpu_lessons.kernels.simt import examples as K
 from gpu_lessons.kernels.simt import launch as _run_module
@@ -386,8 +387,10 @@ def test_only_declared_variables_are_assigned_in_place():
         i = t.thread_idx.x
         i[...] = i + 1
 
-    with pytest.raises(TypeError, match=r"t\.local\(\)"):
+    # the kernel language refuses it before the simulator runs, as the translation does
+    with pytest.raises(KernelLanguageError, match=r"t\.local\(\.\.\.\)") as info:
         run(k, 1, 32, np.zeros(32, np.int64))
+    assert info.value.lineno == k.__code__.co_firstlineno + 2
 
     def ok(t, out):
         i = t.local(t.thread_idx.x)
@@ -512,18 +515,17 @@ def test_active_out_of_range_lane_names_array_lane_index_and_line():
     assert err._render_traceback_() == [f"\x1b[31m{text}\x1b[0m"]
 
 
-def test_learners_name_error_points_at_the_learners_line():
+def test_learners_misspelt_name_points_at_the_learners_line():
     def k(t, out):
         tid = t.thread_idx.x
         out[tid] = tid + offest   # noqa: F821 (the typo is the test)
 
-    with pytest.raises(NameError) as info:
+    # found before the kernel runs: the kernel language knows every name a kernel may use
+    with pytest.raises(KernelLanguageError) as info:
         run(k, 1, 32, np.zeros(32, np.int64))
     err = info.value
-    assert isinstance(err, simt.KernelError)
     assert err.lineno == k.__code__.co_firstlineno + 2
-    assert str(err).startswith(f"test_simt.py, line {err.lineno}, in k: out[tid] = tid + offest")
-    assert "NameError: name 'offest' is not defined" in str(err)
+    assert str(err).startswith(f"line {err.lineno}: `offest` is not defined")
 
 
 def test_kernel_errors_in_a_notebook_cell_name_the_cell():
@@ -534,15 +536,15 @@ def test_kernel_errors_in_a_notebook_cell_name_the_cell():
     shell = InteractiveShell.instance()
     try:
         shell.run_cell("import numpy as np\nfrom gpu_lessons.kernels import simt\n"
-                       "def k(t, out):\n    out[t.thread_idx.x] = t.thread_idx.x + offest\n")
+                       "def k(t, out):\n    out[t.thread_idx.x + 1] = t.thread_idx.x\n")
         shell.run_cell("try:\n    simt.run(k, 1, 32, np.zeros(32, np.int64))\n"
                        "except simt.KernelError as e:\n    err = e\n")
         err = shell.user_ns["err"]
     finally:
         InteractiveShell.clear_instance()
     assert re.match(r"Cell In\[\d+\], line 4, in k: "
-                    r"out\[t\.thread_idx\.x\] = t\.thread_idx\.x \+ offest\nNameError", str(err))
-    assert err.line == "out[t.thread_idx.x] = t.thread_idx.x + offest"
+                    r"out\[t\.thread_idx\.x \+ 1\] = t\.thread_idx\.x\nIndexError", str(err))
+    assert err.line == "out[t.thread_idx.x + 1] = t.thread_idx.x"
 
 
 def test_errors_in_a_while_condition_list_the_learners_frames():
@@ -551,9 +553,9 @@ def test_errors_in_a_while_condition_list_the_learners_frames():
         for _ in t.while_(lambda: i < x[i] // 0):   # integer // 0 is fine on lanes ...
             i[...] = i + 1
         t.sync()
-        t.sync(1)                                      # ... a wrong call is not
+        x[i + 32] = 0                                  # ... a store past the end is not
 
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(IndexError) as info:
         run(k, 1, 32, np.ones(32, np.int64))
     err = info.value
     assert err.lineno == k.__code__.co_firstlineno + 5
@@ -572,13 +574,18 @@ def test_errors_in_a_while_condition_list_the_learners_frames():
     assert err._render_traceback_()[0] == "In the kernel:"
 
 
-def test_python_if_on_lane_values_explains_itself():
-    def k(t):
+def test_python_if_on_lane_values_runs_both_paths():
+    def k(t, out):
         if t.thread_idx.x < 16:
-            pass
+            out[t.thread_idx.x] = 1
+        else:
+            out[t.thread_idx.x] = 2
 
-    with pytest.raises(TypeError, match=r"with t\.if_\(cond\)"):
-        run(k, 1, 32)
+    out = np.zeros(32, np.int64)
+    r = run(k, 1, 32, out)
+    assert list(out) == [1] * 16 + [2] * 16
+    # the compare and the branch with 32 lanes, each store with 16
+    assert r.simt_efficiency == (2 * 32 + 2 * 16) / (4 * 32)
 
 
 def test_value_from_inside_a_branch_cannot_leak_out():
@@ -642,13 +649,14 @@ def test_else_needs_an_if():
         with t.else_():
             pass
 
-    with pytest.raises(SimtError, match=r"must directly follow"):
+    with pytest.raises(KernelLanguageError, match=r"must directly follow"):
         run(k, 1, 32)
 
 
 def test_shared_memory_limit_and_runaway_loops():
     def big(t):
-        t.shared(13000, np.float32)
+        s = t.shared(13000, np.float32)
+        s[0] = 1.0
 
     with pytest.raises(ValueError, match="48 KB"):
         run(big, 1, 32)
@@ -687,12 +695,14 @@ def test_result_reports_the_shared_memory_a_block_declared():
     assert r.shared_bytes_per_block == 0 and r.shared_arrays == ()
     assert "shared memory declared" not in repr(r)
 
-    def block_zero_only(t, x):       # the most any block declared
+    def block_zero_only(t, x):       # every block declares the same: __shared__ is top-level
         if t.block_idx.x == 0:
-            t.shared(1000, np.float32, name="big")
+            big = t.shared(1000, np.float32, name="big")
+            big[0] = 1.0
         x[t.thread_idx.x] = 0.0
 
-    assert run(block_zero_only, 2, 32, np.ones(32, np.float32)).shared_bytes_per_block == 4_000
+    with pytest.raises(KernelLanguageError, match="top level of the kernel"):
+        run(block_zero_only, 2, 32, np.ones(32, np.float32))
 
 
 def test_teaching_kernel_inputs_are_checked():

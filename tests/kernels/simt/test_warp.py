@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons.kernels import simt
+from gpu_lessons.kernels.lang import KernelLanguageError
 from gpu_lessons.kernels.simt import run
 
 # -- shuffles -----------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ def test_shuffle_sources_and_edges():
         out[3, t.lane] = t.shfl_idx(v, 37)
         out[4, t.lane] = t.shfl_idx(v, 31 - t.lane)
         out[5, t.lane] = t.shfl_down(v, t.lane % 4)      # per-lane delta
-        out[6, t.lane] = t.shfl_down(v, 40)              # every source past the end
+        out[6, t.lane] = t.shfl_down(v, 40)              # the low 5 bits: 40 acts as 8
 
     lane = np.arange(32)
     out = np.zeros((7, 32), np.int64)
@@ -58,7 +59,9 @@ def test_shuffle_sources_and_edges():
     assert list(out[3]) == [50] * 32
     assert list(out[4]) == [10 * (31 - i) for i in lane]
     assert list(out[5]) == [10 * (i + i % 4) if i + i % 4 < 32 else 10 * i for i in lane]
-    assert list(out[6]) == list(10 * lane)
+    # PTX ISA, shfl.sync: the lane offset is b[4:0]; on an H200 shfl_down(v, 33) gave
+    # shfl_down(v, 1)'s values
+    assert list(out[6]) == [10 * (i + 8) if i + 8 < 32 else 10 * i for i in lane]
 
 
 def test_shfl_xor_butterfly_gives_every_lane_the_sum():
@@ -127,18 +130,21 @@ def test_returned_lanes_count_as_inactive_for_shuffles():
     assert {s.warp for s in r.shuffle_reads} == {1}
 
 
-def test_shuffle_arguments_are_checked():
-    def neg(t):
-        t.shfl_down(t.lane + 0, -1)
+def test_shuffle_offsets_use_their_low_5_bits_and_must_be_integers():
+    # CUDA's delta is an unsigned int: -1 is 0xffffffff, whose low 5 bits are 31
+    def neg(t, out):
+        out[t.lane] = t.shfl_down(t.lane * 10, -1)
 
-    with pytest.raises(ValueError, match=r"delta=-1 must be >= 0"):
-        run(neg, 1, 32)
+    out = np.zeros(32, np.int64)
+    r = run(neg, 1, 32, out)
+    assert list(out) == [310] + [10 * i for i in range(1, 32)]
+    assert any("delta=-1 is outside 0..31" in n and "low 5 bits, 31" in n for n in r.notes)
 
-    def floaty(t):
-        t.shfl_idx(t.lane + 0, t.lane * 0.5)
+    def floaty(t, out):
+        out[t.lane] = t.shfl_idx(t.lane + 0, t.lane * 0.5)
 
     with pytest.raises(TypeError, match="src_lane must be an integer"):
-        run(floaty, 1, 32)
+        run(floaty, 1, 32, np.zeros(32, np.int64))
 
 
 def test_syncwarp_issues_one_instruction():
@@ -157,7 +163,8 @@ def test_atomic_add_on_one_counter_returns_lane_order_prefix():
     # 32 lanes add lane + 1 to counter[0], applied in lane order: lane l sees the sum of
     # (j + 1) for j < l = l (l + 1) / 2, and the counter ends at 32 * 33 / 2 = 528.
     def k(t, counter, old):
-        old[t.lane] = t.atomic_add(counter, 0, t.lane + 1)
+        o = t.atomic_add(counter, 0, t.lane + 1)
+        old[t.lane] = o
 
     counter = np.zeros(1, np.int32)
     old = np.zeros(32, np.int32)
@@ -252,8 +259,10 @@ def test_atomic_max_and_cas():
     # the running maximum after lane l is max(10, 7*0 % 32, ..., 7*l % 32).
     # atomic_cas(lock, 0, 0, lane + 1): lane 0 finds 0 and stores 1; every later lane finds 1.
     def k(t, m, lock, old_m, old_cas):
-        old_m[t.lane] = t.atomic_max(m, 0, (t.lane * 7) % 32)
-        old_cas[t.lane] = t.atomic_cas(lock, 0, 0, t.lane + 1)
+        om = t.atomic_max(m, 0, (t.lane * 7) % 32)
+        old_m[t.lane] = om
+        oc = t.atomic_cas(lock, 0, 0, t.lane + 1)
+        old_cas[t.lane] = oc
 
     m = np.array([10], np.int32)
     lock = np.zeros(1, np.int32)
@@ -298,7 +307,7 @@ def test_atomic_types_follow_cuda():
     def not_array(t, a):
         t.atomic_add(5, 0, 1)
 
-    with pytest.raises(TypeError, match="global or shared array"):
+    with pytest.raises(KernelLanguageError, match="first argument is an array"):
         run(not_array, 1, 32, np.zeros(4, np.int32))
 
 

@@ -1051,6 +1051,99 @@ def matmul_register_flat_loads_pitch_17(t, a, b, c, n):
     c[row * n + col + 8] = c01
     c[(row + 8) * n + col] = c10
     c[(row + 8) * n + col + 8] = c11
+
+
+BREAKERS = [
+    # (puzzle, kernel, choices, the budget's metric, what the message says)
+    ("map_2d", map_2d_columns, {}, "load_sectors", "global loads of a: 16.0 sectors per request"),
+    ("transpose", transpose_naive, {}, "store_sectors", "global stores to out: 32.0"),
+    ("transpose", transpose_unpadded, {}, "bank_conflicts", "bank conflicts"),
+    ("split_work", split_work_parity, {}, "simt_efficiency", "SIMT efficiency"),
+    ("stencil", stencil_from_global, {}, "loads_per_element", "global loads of x: 2.99 per element"),
+    ("dot", dot_two_barriers_per_step, {}, "barriers", "barriers: 15 per block, the budget is 7"),
+    # a barrier after the last halving step too: thread 0 reads only what it wrote
+    ("dot", dot_barrier_after_the_last_step, {}, "barriers", "barriers: 8 per block, the budget is 7"),
+    ("reduce", reduce_barrier_after_the_last_step, {}, "barriers", "barriers: 9 per block, the budget is 8"),
+    ("scan_hillis_steele", scan_hs_barrier_after_the_last_step, {}, "barriers",
+     "barriers: 8 per block, the budget is 7"),
+    # the tree's strided pairs without a spare word every 32: 240 conflicts
+    ("scan_blelloch", scan_blelloch_unpadded, {}, "bank_conflicts",
+     "bank conflicts (wavefronts beyond the ideal): 240"),
+    ("matmul_register", matmul_register_unpadded, {}, "bank_conflicts",
+     "bank conflicts (wavefronts beyond the ideal): 640"),
+    # rows 17 words apart, but a warp stores 2 rows of 16: one bank twice in each store
+    ("matmul_register", matmul_register_flat_loads_pitch_17, {}, "bank_conflicts", "64"),
+    ("matmul_tiled", matmul_tiled_a_transposed, {}, "bank_conflicts", "bank conflicts"),
+    ("dot", dot_by_atomics, {}, "atomic_contention",
+     "atomic contention (lanes of one warp on one address): 32 lanes"),
+    ("stencil", stencil_reading_by_atomics, {}, "loads_per_element",
+     "global loads of x: 2.99 per element"),
+    ("scan_blelloch", scan_exclusive_hillis_steele, {}, "shared_stores_per_element",
+     "shared-memory stores: 8 per element"),
+    ("matmul_register", matmul_register_reloading, {}, "shared_loads_per_fma",
+     "shared-memory loads: 1.5 per multiply-add"),
+    ("reduce_shuffle", reduce_shuffle_shared_finish, {}, "shared_requests_per_block",
+     "shared-memory requests: 16 per block, the budget is 9"),
+    ("reduce_shuffle", reduce_shuffle_after_return, {}, "shuffle_inactive_reads",
+     "shuffle reads of inactive lanes"),
+    ("ilp", ilp_one_at_a_time, {}, "loads_before_first_store",
+     "global loads issued before the first store: 1 per warp, the budget is at least 4"),
+    # blocks of 32: the 32-block limit holds 32 of 64 warps, whatever the registers
+    ("occupancy", REF.occupancy_kernel, {"block": 32}, "occupancy", "50 %"),
+    # 256 threads, but 1,056 B of tile + 44,000 B of spare shared memory (from byte 1,152):
+    # 45,152 + 1,024 reserved = 46,176 -> 46,208 B per block; 233,472 // 46,208 = 5 blocks
+    # = 40 of 64 warps
+    ("occupancy", occupancy_spare_shared, {"block": 256}, "occupancy", "62.5 %"),
+    ("histogram_global", histogram_twice, {}, "atomics_per_element",
+     "global atomics per element of x: 2"),
+    ("histogram_shared", REF.histogram_global_kernel, {}, "atomic_serialisation",
+     "global atomic serialisation"),
+    ("histogram_shared", histogram_shared_merge_twice, {}, "global_atomics_per_block",
+     "global atomics: 32 per block, the budget is 16"),
+    ("matmul_tiled", REF.matmul_naive_kernel, {}, "loads_per_element", "32 per element"),
+    # dot: 128 iterations of 4 instructions (2 loads, multiply, add) on one lane of warp 0
+    ("dot", dot_by_one_thread, {}, "busiest_warp",
+     "instructions issued by the busiest warp: 516 instructions, the budget is 144"),
+    ("reduce_tree", reduce_by_one_thread, {}, "busiest_warp", "the budget is 174"),
+    ("reduce_shuffle", reduce_by_one_thread, {}, "busiest_warp", "the budget is 76"),
+    ("segmented_sum", segmented_sum_by_one_thread, {}, "busiest_warp", "busiest warp"),
+    ("scan_hillis_steele", scan_by_one_thread, {}, "busiest_warp", "the budget is 146"),
+    ("reduce_warp_uniform", reduce_divergent_padded, {}, "busiest_warp",
+     "the budget is 174"),
+    ("transpose_tiled", transpose_naive_diluted, {}, "store_sectors",
+     "global stores to out: 32.0 sectors per request, the budget is 4.0"),
+    ("transpose", transpose_naive_diluted, {}, "store_sectors", "global stores to out: 32.0"),
+    ("stencil", stencil_staged_in_out, {}, "output_loads",
+     "global loads of the outputs: 508 lane loads, the budget is 0"),
+    ("transpose", transpose_through_a, {}, "input_stores",
+     "global stores to the inputs: 4,096 lane stores, the budget is 0"),
+    ("transpose_tiled", transpose_through_a, {}, "input_stores", "global stores to the inputs"),
+    ("ilp", ilp_one_at_a_time_behind_dummy_loads, {}, "loads_before_first_store",
+     "global loads issued before the first store: 1 per warp, the budget is at least 4"),
+    ("reduce_tree", reduce_by_lanes_taking_turns, {}, "atomic_contention",
+     "atomic contention (lanes of one warp on one address): 32 lanes, the budget is 1"),
+    ("reduce_shuffle", reduce_by_lanes_taking_turns, {}, "atomic_contention", "32 lanes"),
+    ("map", map_read_back_by_atomic, {}, "output_loads",
+     "global loads of the outputs: 64 lane loads, the budget is 0"),
+    ("map", map_read_back_beside_a_statement, {}, "output_loads",
+     "global loads of the outputs: 128 lane loads"),
+    # 14 + 16 + 16 bins x 4 = 108; one thread's 128 values cost about 400
+    ("histogram_shared", histogram_shared_by_one_thread, {}, "busiest_warp",
+     "instructions issued by the busiest warp: 395 instructions, the budget is 108"),
+    # 32 lanes x 2 words apart = 256 B = 8 sectors
+    ("scan_blelloch", scan_blelloch_pairs, {}, "load_sectors",
+     "global loads of x: 8.0 sectors per request, the budget is 4.0"),
+    ("occupancy", occupancy_halo_misaligned, {"block": 256}, "load_sectors",
+     "5.0 sectors per request, the budget is 4.0"),
+    ("grid_stride", grid_stride_reading_twice, {}, "loads_per_element",
+     "global loads of x: 2 per element, the budget is 1"),
+    ("scan_hillis_steele", scan_brent_kung, {}, "barriers",
+     "barriers: 14 per block, the budget is 7"),
+]
+
+
+@pytest.mark.parametrize("pid, kernel, choices, metric, text", BREAKERS,
+                         ids=[f"{b[0]}-{b[3]}" for b in BREAKERS])
 def test_a_correct_kernel_over_a_budget_fails_it_by_name(pid, kernel, choices, metric, text):
     r = puzzles.evaluate(pid, kernel, **choices)
     assert r.correct and not r.passed, r.message

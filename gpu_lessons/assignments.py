@@ -21,25 +21,38 @@ so every combination except the lesson's own numbers (whose worked answer is pub
 gets the same numbers, and without the secret nobody can tell which numbers another student
 got, or predict their own for a question before the release.
 
-What a released notebook checks
--------------------------------
-Number, Choice and Design questions are graded: in a released notebook their ``check``
+What is graded, and what is practice
+------------------------------------
+The course is public: every built-in question's reference ships in the package every student
+has, so one call computes any variant's answer (``templates(5)[3].bind(params).answer
+.reference()``), and a notebook can do it for every question at once.  So in a release
+**every built-in question is practice**: it keeps its instant feedback, its heading says
+"practice, not graded", and the grader leaves it out.  What a release grades is what the
+public package cannot answer:
+
+* **the kernel puzzles, each as a per-student variant** (:mod:`gpu_lessons.puzzles.variants`),
+  drawn from the key like the numbers: the public worked kernels fail every variant, and a
+  kernel adapted to it passes.  A puzzle without variants would be practice;
+* **the instructor's private bank** (``--bank``; ``docs/bank_template/`` has one question per
+  chapter), whose references never ship.  A bank question is practice too when it has a single
+  variant, or when the lesson's own answer (its first choices) is right for more than 1 in 20
+  of the variants a student can be drawn (:func:`practice_reason`).
+
+:func:`audit` says which is which, and why, for every chapter of a release; the release
+writes it into ``release.json``.  In a released notebook a graded bank question's ``check``
 (:func:`released_check`) tests the answer's *form* only — the right type, a whole number where
 a count is asked for, one of the options, and a plausible size — and says the answer will be
 graded from the submitted notebook; it never judges correctness or names a mistake, so it
 prints the same for a right and a wrong answer.  The plausible size of a number is: positive,
 at least 10⁶ times smaller than the smallest reference of any variant and at most 10⁶ times
 larger than the largest, each bound rounded out to a power of ten — so it says nothing about
-any student's answer.  The built-in function questions are practice in a release: they keep
-their instant feedback and the grader leaves them out, because the package every student has
-holds their references (often the very model function they ask for).  A private bank's function
-questions are graded (their references do not ship), and so are the puzzles: passing one takes
-a working kernel.
+any student's answer.
 
 What this protects, and what it does not: variants stop answers being passed between
-students; the package is public, so a student can still compute their own variant's reference
-with the course's models (the exercises invite using them) — ask for the working where that
-matters, or grade with a private bank (:mod:`gpu_lessons.questions.bank`).
+students; the public solutions, the public worked kernels and a notebook that calls the
+package's references earn no graded mark; a student who understands a worked kernel can
+still adapt it to their variant (that is the skill asked for), and a bank is only as private
+as you keep it.
 """
 
 from __future__ import annotations
@@ -64,6 +77,9 @@ from .questions.bank import load_bank
 from .questions.types import Choice, Design, Function, Number, Question
 
 _DOMAIN = b"gpu-lessons variant v1\x00"
+_PUZZLE_DOMAIN = b"gpu-lessons puzzle variant v1\x00"
+#: A question whose public answer is right for more of its variants than this is practice.
+MAX_PUBLIC_SHARE = 1 / 20
 _STUDENT = re.compile(r"^[A-Za-z0-9@+][A-Za-z0-9._@+-]{0,99}$")
 #: The shortest secret accepted: 16 bytes (128 bits), e.g. ``secrets.token_hex(32)``.
 MIN_SECRET_BYTES = 16
@@ -99,6 +115,20 @@ def draw(secret: bytes, student: str, question: Question) -> dict:
         index, i = divmod(index, len(v.choices))
         values[v.name] = v.choices[i]
     return {v.name: values[v.name] for v in base.vary}
+
+
+def draw_puzzle(secret: bytes, student: str, puzzle_id: str) -> str:
+    """The variant of puzzle ``puzzle_id`` drawn for ``student``: a ``"<id>@<key>"`` id
+    (:mod:`gpu_lessons.puzzles.variants`), each variant equally likely, or the plain id for a
+    puzzle without variants."""
+    from .puzzles.variants import variants
+
+    found = variants(puzzle_id)
+    if not found:
+        return puzzle_id
+    message = _PUZZLE_DOMAIN + student_id(student).encode() + b"\x00" + puzzle_id.encode()
+    digest = hmac.new(_secret_bytes(secret), message, hashlib.sha256).digest()
+    return found[int.from_bytes(digest, "big") % len(found)].id
 
 
 @dataclass(frozen=True)
@@ -137,9 +167,9 @@ def questions_for(secret, chapter, *, bank=None,
     """Student id -> that student's bound questions of ``chapter``: what the grader takes.
 
     ``secret``: bytes, or the path of a secret file (a release): each student's graded
-    questions (:func:`graded`: the built-in function questions stay practice and are left
-    out); ``None`` grades every question with the lessons' own numbers (a private bank without
-    variants, say).  ``bank``: a private bank's folder.
+    questions (:func:`graded`: the built-in questions are practice and left out, so only a
+    private bank's questions remain); ``None`` grades every question with the lessons' own
+    numbers (a private bank without variants, say).  ``bank``: a private bank's folder.
     ``roster``: a roster CSV or a list of ids; a student not on it is refused with a
     ``ValueError`` naming them (the grader reports it in that submission's row).
     """
@@ -162,14 +192,97 @@ def questions_for(secret, chapter, *, bank=None,
     drawn = Assignment(secret, bank=extra).questions_for(n)
     bank_ids = {q.id for q in extra.get(n, ())}
 
+    marked = {q.id for q in extra.get(n, ()) if graded(q, from_bank=True)}
+
     def questions(student: str) -> tuple[Question, ...]:
-        # A released notebook's built-in function questions are practice: no variants, and the
-        # package every student has holds their references, so grading them would give marks
-        # for a one-line wrapper around `gpu_lessons.roofline.kernel_time`.
+        # The built-in questions are practice in a release: the package every student has
+        # computes each one's reference for any numbers, in one call.
         _on_roster(student, allowed)
-        return tuple(q for q in drawn(student) if graded(q, from_bank=q.id in bank_ids))
+        return tuple(q for q in drawn(student) if q.id in marked and q.id in bank_ids)
 
     return questions
+
+
+def puzzles_for(secret, chapter, *, roster=None, points: float = 1.0) -> Callable[[str], tuple]:
+    """Student id -> that student's graded puzzles of ``chapter`` (grading ``Puzzle`` entries
+    whose ids name the drawn variants; a puzzle without variants is practice and left out).
+    ``secret``: bytes or a secret file's path."""
+    from .grading.plan import chapter_puzzles
+    from .puzzles.variants import variants
+
+    if isinstance(secret, (str, Path)):
+        secret = read_secret(secret)
+    secret = _secret_bytes(secret)
+    allowed = None
+    if roster is not None:
+        allowed = set(read_roster(roster) if isinstance(roster, (str, Path))
+                      else map(student_id, roster))
+    plain = tuple(p for p in chapter_puzzles(_questions.chapter_number(chapter), points)
+                  if variants(p.id))
+
+    def puzzles(student: str) -> tuple:
+        from dataclasses import replace
+
+        _on_roster(student, allowed)
+        return tuple(replace(p, id=draw_puzzle(secret, student, p.id)) for p in plain)
+
+    return puzzles
+
+
+def public_share(question: Question) -> float:
+    """The share of the variants a student can be drawn (all but the lesson's own) for which
+    the lesson's own answer — its first choices' reference, what a public solution holds —
+    is judged right.  1.0 for a question without variants; 0.0 for a function question (a
+    function's reference is code, not a value to copy)."""
+    base = question.template or question
+    if base.variants == 1:
+        return 1.0
+    if isinstance(base.answer, Function):
+        return 0.0
+    public = base.bind(base.defaults()).answer.reference()
+    hits = total = 0
+    for params in _variants(base):
+        if params == base.defaults():
+            continue
+        q = base.bind(params)
+        total += 1
+        hits += checks.judge(q, checks.observe(public)).points == q.points
+    return hits / total if total else 1.0
+
+
+def practice_reason(question: Question, *, from_bank: bool = False) -> str:
+    """Why a release does not grade ``question`` ("" when it grades it)."""
+    if not from_bank:
+        return ("its reference ships with the public package: one call computes the answer "
+                "for any variant")
+    base = question.template or question
+    if base.variants == 1:
+        return "it has one variant: every student gets the same numbers"
+    share = public_share(base)
+    if share > MAX_PUBLIC_SHARE:
+        return (f"the lesson's own answer is right for {100 * share:.0f} % of its variants "
+                f"(more than 1 in 20)")
+    return ""
+
+
+def audit(assignment: Assignment, chapters: Iterable) -> dict:
+    """What a release grades, chapter by chapter: ``{"05": {"questions": {id: "graded" or
+    "practice: why"}, "puzzles": {id: [variant ids] or "practice: why"}}}``."""
+    from .puzzles import puzzles as _puzzles
+    from .puzzles.variants import variants
+
+    bank_ids = {q.id for qs in assignment.bank.values() for q in qs}
+    report = {}
+    for n in sorted({_questions.chapter_number(c) for c in chapters}):
+        qs = {}
+        for q in assignment.templates(n):
+            why = practice_reason(q, from_bank=q.id in bank_ids)
+            qs[q.id] = f"practice: {why}" if why else "graded"
+        ps = {}
+        for p in (_puzzles(n) if 2 <= n <= 8 else ()):
+            ps[p.id] = [v.id for v in variants(p.id)] or "practice: it has no variants"
+        report[f"{n:02d}"] = {"questions": qs, "puzzles": ps}
+    return report
 
 
 def _on_roster(student: str, allowed: set | None) -> None:
@@ -258,23 +371,30 @@ def _number_range(base: Question) -> dict:
 
 
 def graded(question: Question, *, from_bank: bool = False) -> bool:
-    """Whether a released notebook checks ``question`` for form only: Number, Choice and
-    Design questions, and every question of a private bank (its reference does not ship)."""
-    return from_bank or not isinstance(question.answer, Function)
+    """Whether a release grades ``question`` (and its released notebook checks it for form
+    only): a private bank's question with variants that the lesson's own answer does not
+    give away (:func:`practice_reason`).  The built-in questions are practice."""
+    return not practice_reason(question, from_bank=from_bank)
 
 
-def released_check(forms: Mapping[str, Mapping]) -> Callable:
+def released_check(forms: Mapping[str, Mapping],
+                   practice: Mapping[str, Mapping] | None = None) -> Callable:
     """The ``check`` of a released notebook: form only for the questions in ``forms``
-    (``{question id: form_spec(...)}``), instant feedback for the others.
+    (``{question id: form_spec(...)}``), instant feedback for the others — judged on the
+    student's own numbers for those in ``practice`` (``{question id: parameters}``, what the
+    prompt shows; nothing secret).
 
     A form check prints the same line for every answer of the right form, right or wrong,
     and raises :class:`~gpu_lessons.checks.CheckFailed` only for an answer of the wrong form
     (a string for a number, a fraction for a count, an option that does not exist).
     """
     forms = {qid: dict(spec) for qid, spec in forms.items()}
+    practice = {qid: dict(params) for qid, params in (practice or {}).items()}
 
     def check(question_id, answer, *, strict: bool = False) -> None:
         if question_id not in forms:
+            if question_id in practice:  # the student's own numbers, not the lesson's
+                question_id = checks.find(question_id).bind(practice[question_id])
             checks.check(question_id, answer, strict=strict)
             return
         form = forms[question_id]
@@ -294,6 +414,7 @@ def released_check(forms: Mapping[str, Mapping]) -> Callable:
                   f"({points}).")
 
     check.forms = forms
+    check.practice = practice
     return check
 
 
@@ -367,8 +488,10 @@ def release(roster: Sequence[str] | str | Path, secret, out, *, chapters: Iterab
                             bank=load_bank(bank) if bank else {})
     sources = {n: _exercise_notebook(n, exercises) for n in numbers}
     bank_ids = {q.id for qs in assignment.bank.values() for q in qs}
-    forms = {n: {q.id: form_spec(q) for q in assignment.templates(n)
-                 if graded(q, from_bank=q.id in bank_ids)} for n in numbers}
+    # Every bank question gets a form-only check (its reference is not in the package);
+    # only those the audit passes are graded.
+    forms = {n: {q.id: form_spec(q) for q in assignment.templates(n) if q.id in bank_ids}
+             for n in numbers}
     written = []
     for student in students:
         folder = out / student
@@ -380,7 +503,8 @@ def release(roster: Sequence[str] | str | Path, secret, out, *, chapters: Iterab
             written.append(path)
     manifest = {"assignment": assignment.name, "chapters": numbers, "students": students,
                 "questions": {f"{n:02d}": [q.id for q in assignment.templates(n)]
-                              for n in numbers}}
+                              for n in numbers},
+                "audit": audit(assignment, numbers)}
     (out / "release.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return written
 
@@ -424,7 +548,9 @@ def released_notebook(source: Path, assignment: Assignment, student: str, chapte
                       nbformat.v4.new_code_cell(stub.rstrip("\n")),
                       nbformat.v4.new_code_cell(call)]
         nb.cells[at:at] = cells
-    _set_up_checks(nb, forms, assignment.name, student)
+    _set_up_puzzles(nb, assignment.secret, student, chapter)
+    practice = {q.id: q.params for q in mine.values() if q.id in defaults and q.params}
+    _set_up_checks(nb, forms, assignment.name, student, practice)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -433,24 +559,61 @@ def released_notebook(source: Path, assignment: Assignment, student: str, chapte
     return nb
 
 
-def _set_up_checks(nb, forms: Mapping, name: str, student: str) -> None:
+def _set_up_puzzles(nb, secret: bytes, student: str, chapter: int) -> None:
+    """Give each puzzle of the notebook the student's variant: its statement, and the id its
+    check, picture and GPU cells name."""
+    if not 2 <= chapter <= 8:
+        return
+    from . import puzzles as _puzzles
+
+    for p in _puzzles.puzzles(chapter):
+        vid = draw_puzzle(secret, student, p.id)
+        if vid == p.id:
+            continue
+        mine = _puzzles.find(vid)
+        heading = "### Puzzle "
+        stated = [c for c in nb.cells if c.cell_type == "markdown"
+                  and c.source.startswith(heading) and f"· `{p.id}` —" in c.source]
+        spec_line = f"- Spec (NumPy): `{p.spec}`"
+        if len(stated) != 1 or spec_line not in stated[0].source:
+            raise ValueError(f"the exercise notebook of chapter {chapter:02d} does not state "
+                             f"puzzle {p.id}'s spec as the package does; run "
+                             f"tools/puzzle_cells.py")
+        title, _, body = stated[0].source.partition("\n\n")
+        body = body.replace(spec_line, f"- Spec (NumPy): `{mine.spec}` (your variant)")
+        stated[0].source = (f"{title}\n\n**Your variant ({mine.variant}, graded).** "
+                            f"{mine.what} Its spec differs from the lesson's: the kernel "
+                            f"must compute the spec below.\n\n{body}")
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                for call in ("check", "show", "run_on_gpu"):
+                    cell.source = cell.source.replace(f'puzzles.{call}("{p.id}",',
+                                                      f'puzzles.{call}("{vid}",')
+
+
+def _set_up_checks(nb, forms: Mapping, name: str, student: str,
+                   practice: Mapping | None = None) -> None:
     """Make the first code cell import the form-only check, and say so in a note above it."""
     import nbformat
 
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     lines = [line for line in nb.cells[first].source.splitlines()
              if line.strip() != "from gpu_lessons.checks import check"]
-    setup = ("# Graded questions: `check` tests the form of an answer only; grading happens "
-             "after you submit.\n"
+    setup = ("# `check`: instant feedback on the course's practice questions, with your numbers; "
+             "on graded ones, the form of an answer only (grading happens after you submit).\n"
              "from gpu_lessons.assignments import released_check\n\n"
-             f"check = released_check({pprint.pformat(dict(forms), width=96, sort_dicts=False)})")
+             f"check = released_check(\n"
+             f"    {pprint.pformat(dict(forms), width=92, sort_dicts=False)},\n"
+             f"    practice={pprint.pformat(dict(practice or {}), width=82, sort_dicts=False)})")
     nb.cells[first].source = "\n".join([*lines, "", setup]) if lines else setup
     note = (f"> **Assignment `{name}` · `{student}`.** The numbers in these questions are "
-            f"yours: other students have different ones. For the questions graded here, "
-            f"`check` only tells you whether an answer has the right *form* (a number in the "
-            f"right units, one of the options); it does not say whether it is right. Your "
-            f"answers are graded from the notebook you submit. Questions where you write a "
-            f"function are practice: they keep their instant feedback and are not graded.")
+            f"yours: other students have different ones. The course's own questions are "
+            f"practice: they keep their instant feedback and are not graded. What is graded "
+            f"are the kernel puzzles — each is your own variant, with a spec that differs "
+            f"from the lesson's — and the questions your instructor added; for those, `check` "
+            f"only tells you whether an answer has the right *form* (a number in the right "
+            f"units, one of the options), not whether it is right. Everything graded is "
+            f"graded from the notebook you submit.")
     nb.cells.insert(first, nbformat.v4.new_markdown_cell(note))
 
 

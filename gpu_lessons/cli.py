@@ -39,32 +39,11 @@ def main(argv: list[str] | None = None) -> int:
 # -- gpu-lessons grade -----------------------------------------------------------------------
 
 def _grade_arguments(parser) -> None:
-    from .grading.submissions import DEFAULT_ID_PATTERN
+    from .grading.options import GradeOptions
 
     parser.add_argument("submissions", help="folder of submitted .ipynb files (searched "
                         "recursively), or one notebook")
-    parser.add_argument("--chapter", help="chapter whose questions to grade, e.g. 5 or 05 "
-                        "(default: from the notebooks' metadata)")
-    parser.add_argument("--out", default="grades.csv",
-                        help="CSV to write once grading is done; the JSON goes beside it "
-                             "(default: grades.csv)")
-    parser.add_argument("--feedback", metavar="DIR", default=None,
-                        help="also write one Markdown feedback file per student into DIR")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="notebooks graded at once (default: CPU cores)")
-    parser.add_argument("--cell-timeout", type=float, default=60,
-                        help="seconds a cell may run before it is interrupted (default: 60)")
-    parser.add_argument("--timeout", type=float, default=600,
-                        help="seconds a notebook may run before its sandbox is killed "
-                             "(default: 600)")
-    parser.add_argument("--seed", default=None,
-                        help="seed for the inputs function answers and puzzle kernels are "
-                             "tried on (default: derived from --secret-file, else drawn for "
-                             "this run; the JSON records it, pass it again to regrade)")
-    parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
-    parser.add_argument("--id-pattern", default=DEFAULT_ID_PATTERN,
-                        help="regex on the path under SUBMISSIONS; its first non-empty group "
-                             "is the student id")
+    GradeOptions.add_arguments(parser)  # the options grade() takes, declared once
     puzzles = parser.add_mutually_exclusive_group()
     puzzles.add_argument("--puzzle", action="append", default=[], metavar="ID[=NAME][:POINTS]",
                          help="grade these kernel puzzles instead of the chapter's: puzzle ID "
@@ -72,14 +51,9 @@ def _grade_arguments(parser) -> None:
                               "POINTS (default 1); repeat for more")
     puzzles.add_argument("--no-puzzles", action="store_true",
                          help="grade the questions only, not the chapter's kernel puzzles")
-    parser.add_argument("--memory", type=int, default=None, metavar="MIB",
-                        help="address space each sandboxed process may use (default: 4096)")
-    parser.add_argument("--no-sandbox", action="store_true",
-                        help="run notebooks without a sandbox (only for notebooks you trust: "
-                             "see docs/instructors.md)")
     parser.add_argument("--secret-file", metavar="FILE", default=None,
-                        help="the key the release drew each student's numbers with: grade "
-                             "every student against their own variant")
+                        help="the key the release drew each student's numbers and puzzle "
+                             "variants with: grade every student against their own")
     parser.add_argument("--roster", metavar="CSV", default=None,
                         help="with --secret-file: refuse submissions from students not on it")
     parser.add_argument("--bank", metavar="DIR", default=None,
@@ -107,20 +81,11 @@ def _questions_for(args):
 
 
 def _seed(args):
-    """The run's seed: ``--seed``; else, with ``--secret-file``, one derived from the key (a
-    regrade draws the same inputs, and nobody without the key can compute them); else None,
-    and the grader draws one.  Never a fixed default: a learner who knows a run's seed can
-    compute the grader's inputs and hard-code their outputs."""
-    if args.seed is not None:
-        return args.seed
-    if args.secret_file:
-        import hmac
-
-        from .assignments import read_secret
-
-        key = read_secret(args.secret_file)
-        return hmac.new(key, b"gpu-lessons grading inputs v1", "sha256").hexdigest()[:16]
-    return None
+    """The run's seed: ``--seed``, else None (the grader draws one for the run, or resumes
+    with its journal's).  Never a fixed default, nor one derived from the key alone: a
+    learner who knows a run's seed can compute the grader's inputs and hard-code their
+    outputs, and a regrade draws new inputs."""
+    return args.seed
 
 
 def _refuse_a_release_without_its_key(args) -> None:
@@ -181,30 +146,37 @@ def _choices(puzzle_id: str) -> tuple[str, ...]:
 def _grade(args) -> int:
     """Run ``gpu-lessons grade``: one line per submission as it finishes (on stdout), then
     the grades written once, after every sandbox is gone."""
+    from dataclasses import asdict, replace
+
+    from .grading.options import GradeOptions
     from .grading.results import Row
-    from .grading.runner import NO_SANDBOX_RISKS, SandboxUnavailable, grade
-    from .grading.sandbox import Limits
+    from .grading.runner import NO_CGROUP_RISKS, NO_SANDBOX_RISKS, SandboxUnavailable, grade
 
     def show(row: Row):
         print(f"{row.status:<16} {row.total:>5g}/{row.max:<5g} {row.file}"
               + (f"  — {row.reason}" if row.reason else ""), flush=True)
 
     try:
-        limits = Limits(memory_mib=args.memory) if args.memory else None
-        if args.no_sandbox:
+        options = GradeOptions.from_args(args)
+        if not options.sandbox:
             print(f"gpu-lessons grade: --no-sandbox: {NO_SANDBOX_RISKS}.", file=sys.stderr)
-        if not args.no_sandbox:  # the key, roster and bank must stay out of every sandbox
+        elif not options.cgroups:
+            print(f"gpu-lessons grade: --no-cgroups: {NO_CGROUP_RISKS}.", file=sys.stderr)
+        if options.sandbox:  # the key, roster and bank must stay out of every sandbox
             from .grading.runner import check_private
 
             check_private({"--secret-file": args.secret_file, "--roster": args.roster,
                            "--bank": args.bank})
         questions_for = _questions_for(args)  # may set args.chapter from the notebooks
-        grades = grade(args.submissions, chapter=args.chapter, out=args.out,
-                       feedback=args.feedback, jobs=args.jobs, cell_timeout=args.cell_timeout,
-                       timeout=args.timeout, seed=_seed(args), kernel=args.kernel,
-                       id_pattern=args.id_pattern, questions_for=questions_for,
-                       puzzles=_puzzles(args), sandbox=not args.no_sandbox,
-                       limits=limits, progress=show)
+        puzzles = _puzzles(args)
+        puzzles_for = None
+        if args.secret_file and puzzles is None:  # a release: each student's own variants
+            from .assignments import puzzles_for as _puzzles_for
+
+            puzzles_for = _puzzles_for(args.secret_file, args.chapter, roster=args.roster)
+        options = replace(options, chapter=args.chapter, seed=_seed(args))
+        grades = grade(args.submissions, questions_for=questions_for, puzzles=puzzles,
+                       puzzles_for=puzzles_for, progress=show, **asdict(options))
     except SandboxUnavailable as exc:
         print(f"gpu-lessons grade: {exc}", file=sys.stderr)
         return 3
@@ -212,7 +184,8 @@ def _grade(args) -> int:
         print(f"gpu-lessons grade: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}",
+        print(f"gpu-lessons grade: interrupted; the rows graded so far are in {args.out}; run "
+              f"the same command again to grade the rest (the journal keeps what is done)",
               file=sys.stderr)
         return 130
     n = len(grades.rows)

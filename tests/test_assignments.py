@@ -39,6 +39,8 @@ from gpu_lessons.questions import CHAPTERS, templates
 from gpu_lessons.questions.bank import load_bank
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The template bank of docs/instructors.md: one graded question per chapter.
+TEMPLATE_BANK = ROOT / "docs" / "bank_template"
 SECRET = bytes(range(32))
 KEY = SECRET.hex().encode()       # what a key file made with secrets.token_hex holds
 STUDENTS = ("alice", "bob", "s1234567")
@@ -138,16 +140,46 @@ def _accepts(q, answer) -> bool:
     return judge(q, observe(answer)).correct
 
 
-def test_questions_for_gives_each_student_their_bound_questions():
-    for n in (5, 6):
-        mine = questions_for(SECRET, n)("alice")
-        # the built-in function questions are practice in a release: the grader leaves them out
-        assert [q.id for q in mine] == [q.id for q in templates(n)
-                                        if not isinstance(q.answer, Function)]
+def test_questions_for_grades_only_what_the_public_package_cannot_answer():
+    bank = load_bank(TEMPLATE_BANK)
+    for n in CHAPTERS:
+        # the built-in questions are practice in a release: the grader leaves them all out
+        assert questions_for(SECRET, n)("alice") == ()
+        mine = questions_for(SECRET, n, bank=TEMPLATE_BANK)("alice")
+        assert [q.id for q in mine] == [q.id for q in bank[n]]
         for q in mine:
             assert q.params == (draw(SECRET, "alice", q) or {})
-            if not isinstance(q.answer, Function):
-                assert _accepts(q, _right_answer(q)), q.id
+            assert _accepts(q, _right_answer(q)), q.id
+
+
+def test_the_template_bank_has_a_graded_question_per_chapter():
+    """Each has variants, and the lesson's own answer is right for at most 1 in 20 of them."""
+    from gpu_lessons.assignments import MAX_PUBLIC_SHARE, practice_reason, public_share
+
+    bank = load_bank(TEMPLATE_BANK)
+    assert sorted(bank) == list(CHAPTERS)
+    for qs in bank.values():
+        for q in qs:
+            assert q.variants > 1 and public_share(q) <= MAX_PUBLIC_SHARE, q.id
+            assert practice_reason(q, from_bank=True) == "", q.id
+
+
+def test_single_variant_and_leaky_questions_are_practice():
+    """The review's list: eight graded questions had one variant, and the public value was
+    right for 87 % of 05.decode_bound's variants and 65 % of 05.axpy_bound's.  Such questions
+    are practice even in a private bank."""
+    from gpu_lessons.assignments import public_share
+
+    for qid in ("03.block_scratch", "03.local_memory", "04.padding", "08.allocator_choice",
+                "09.mfu_or_hfu", "09.megatron_mfu", "10.float4_dram_fraction",
+                "10.staged_verdict"):
+        q = find(qid)
+        assert q.variants == 1 and not graded(q, from_bank=True), qid
+    for qid, share in (("05.decode_bound", 0.87), ("05.axpy_bound", 0.65)):
+        assert public_share(find(qid)) == pytest.approx(share, abs=0.01), qid
+        assert not graded(find(qid), from_bank=True), qid
+    for q in ALL:  # every built-in question is practice in a release
+        assert not graded(q), q.id
 
 
 @pytest.mark.parametrize("copier", ["bob", "carol", "s1234567"])
@@ -199,21 +231,28 @@ def _key(tmp_path) -> Path:
 def released(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("release")
     out = tmp / "release"
-    written = release(_roster(tmp), _key(tmp), out, chapters=[1, 5, 6, 10], name="spring")
+    written = release(_roster(tmp), _key(tmp), out, chapters=[1, 5, 6, 10], name="spring",
+                      bank=TEMPLATE_BANK)
     return out, written
 
 
-def test_a_released_function_question_says_it_is_practice(released):
-    """The grader leaves built-in function questions out of a release's grades, so their
-    headings say so instead of offering points; the graded ones keep their points."""
+def test_every_built_in_question_of_a_release_says_it_is_practice(released):
+    """The grader leaves the built-in questions out of a release's grades, so their headings
+    say so instead of offering points; the bank's graded questions keep theirs."""
     out, _ = released
     nb = nbformat.read(out / STUDENTS[0] / "05_roofline.ipynb", as_version=4)
     heads = {m.group(1): m.group(2) for c in nb.cells if c.cell_type == "markdown"
              for m in [re.search(r"\*`(\d\d\.\w+)` · ([^*]+)\*", c.source)] if m}
     for q in templates(5):
-        graded = not isinstance(q.answer, Function)
-        assert heads[q.id] == ("practice, not graded" if not graded else
-                               f"{q.points:g} point{'s' if q.points != 1 else ''}"), q.id
+        assert heads[q.id] == "practice, not graded", q.id
+    assert heads["05.bank_gemm_intensity"] == "1 point"
+    manifest = json.loads((out / "release.json").read_text())
+    audit = manifest["audit"]["05"]
+    assert audit["questions"]["05.bank_gemm_intensity"] == "graded"
+    assert all(v.startswith("practice: ") for k, v in audit["questions"].items()
+               if not k.startswith("05.bank"))
+    assert audit["puzzles"]["matmul_tiled"] == ["matmul_tiled@a_squared",
+                                                "matmul_tiled@one_minus_b"]
 
 def test_release_writes_one_folder_per_student_and_nothing_else(released):
     out, written = released
@@ -248,10 +287,9 @@ def test_released_notebooks_name_the_assignment_and_ask_the_students_numbers(rel
                                               "student": sid, "released": True}
         mine = Assignment(KEY).questions(sid, 5)
         cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
-        for number, q in enumerate(mine, start=1):
-            asked = q.markdown(number)
-            if isinstance(q.answer, Function):   # practice in a release (test below)
-                asked = asked.replace(f"· {q.points:g} points*", "· practice, not graded*")
+        for number, q in enumerate(mine[:len(templates(5))], start=1):
+            asked = re.sub(r"· \d+ points?\*", "· practice, not graded*", q.markdown(number),
+                           count=1)
             assert asked in cells, q.id
         assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
     prompts = {sid: next(c.source for c in nbformat.read(out / sid / "05_roofline.ipynb",
@@ -319,10 +357,11 @@ def test_a_released_check_says_the_same_for_a_right_and_a_wrong_answer(released)
     for n in (1, 5, 6, 10):
         nb = nbformat.read(next((out / "alice").glob(f"{n:02d}_*.ipynb")), as_version=4)
         check = _setup_check(nb)
-        for q in Assignment(KEY).questions("alice", n):
-            if isinstance(q.answer, Function):
-                # function questions keep their instant feedback
-                assert "✓" in _output(check, q.id, q.answer.reference)
+        bank_ids = {q.id for q in load_bank(TEMPLATE_BANK)[n]}
+        for q in Assignment(KEY, bank=load_bank(TEMPLATE_BANK)).questions("alice", n):
+            if q.id not in bank_ids:
+                # the built-in questions are practice: they keep their instant feedback
+                assert "✓" in _output(check, q.id, _right_answer(q)), q.id
                 continue
             right = _output(check, q.id, _right_answer(q))
             wrong = _output(check, q.id, _other_answer(q))
@@ -333,10 +372,9 @@ def test_a_released_check_says_the_same_for_a_right_and_a_wrong_answer(released)
             assert "not attempted" in _output(check, q.id, ...)
 
 
-def test_a_released_check_refuses_answers_of_the_wrong_form(released):
-    out, _ = released
-    check = _setup_check(nbformat.read(out / "alice" / "06_occupancy_latency.ipynb",
-                                       as_version=4))
+def test_a_released_check_refuses_answers_of_the_wrong_form():
+    check = released_check({qid: form_spec(find(qid)) for qid in (
+        "06.max_registers", "06.which_change", "06.occupancy_design")})
     with pytest.raises(checks.CheckFailed, match="expected a whole number of registers"):
         check("06.max_registers", 48.5)
     with pytest.raises(checks.CheckFailed, match="expected a number in"):
@@ -345,7 +383,7 @@ def test_a_released_check_refuses_answers_of_the_wrong_form(released):
         check("06.which_change", "E")
     with pytest.raises(checks.CheckFailed, match="expected a tuple"):
         check("06.occupancy_design", 256)
-    check5 = _setup_check(nbformat.read(out / "alice" / "05_roofline.ipynb", as_version=4))
+    check5 = released_check({"05.ridge_h100": form_spec(find("05.ridge_h100"))})
     with pytest.raises(checks.CheckFailed, match=r"not a plausible size.*check the units"):
         check5("05.ridge_h100", 2.9e12)           # FLOP/s over B/s forgotten: 10¹⁰ too big
 
@@ -367,9 +405,12 @@ def test_the_plausible_range_is_rounded_out_to_powers_of_ten():
 
 
 def test_which_questions_a_release_grades():
-    assert graded(find("05.ridge_h100")) and graded(find("06.occupancy_design"))
+    assert not graded(find("05.ridge_h100")) and not graded(find("06.occupancy_design"))
     assert not graded(find("05.kernel_time"))
-    assert graded(find("05.kernel_time"), from_bank=True)
+    # the same questions in a private bank: graded when their variants keep the public
+    # answer from passing
+    assert graded(find("05.ridge_h100"), from_bank=True)
+    assert not graded(find("05.kernel_time"), from_bank=True)  # one variant: practice
 
 
 def test_a_released_notebook_runs_unanswered_in_a_kernel(released):
@@ -382,7 +423,7 @@ def test_a_released_notebook_runs_unanswered_in_a_kernel(released):
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                       for o in c.outputs)
-    assert printed.count("not attempted") == len(templates(10))
+    assert printed.count("not attempted") == len(templates(10)) + 1  # and the bank's
 
 
 @pytest.mark.parametrize("problem, message", [
@@ -451,8 +492,9 @@ def test_the_documented_example_bank_loads_and_is_graded(tmp_path):
     bank = load_bank(_doc_bank(tmp_path))
     assert list(bank) == [5] and [q.id for q in bank[5]] == ["05.copy_time", "05.copy_bound"]
     mine = questions_for(SECRET, 5, bank=_doc_bank(tmp_path / "again"))("alice")
-    assert [q.id for q in mine][-2:] == ["05.copy_time", "05.copy_bound"]
-    copy = mine[-2]
+    # copy_bound has one variant, so it is practice: only copy_time is graded
+    assert [q.id for q in mine] == ["05.copy_time"]
+    copy = mine[0]
     # read and write megabytes x 10⁶ B at the datasheet bandwidth, in µs
     bandwidth = {"h100": 3.35e12, "a100": 2.039e12, "h200": 4.8e12, "l40s": 864e9}
     expected = 2 * copy.params["megabytes"] * 1e6 / bandwidth[copy.params["gpu"]] * 1e6
@@ -525,44 +567,58 @@ def _answered(nb, questions) -> None:
             nb.cells[i - 1].source = f"{q.name} = {_right_answer(q)!r}"
 
 
-def test_grading_with_the_key_scores_each_student_against_their_own_numbers(tmp_path, capsys):
-    """The whole loop: release, answer, copy, grade with ``--secret-file`` and ``--roster``.
-    Alice answers her own numbers right; Bob hands in Alice's notebook; Carol is not on the
-    roster.  Graded with the key, Alice gets every value question, Bob loses the varied ones,
-    Carol's row says she is not on the roster."""
+def test_grading_with_the_key_grades_only_what_the_public_package_cannot_answer(tmp_path,
+                                                                               capsys):
+    """The whole loop: release chapter 05 with the template bank, answer, copy, grade with
+    ``--secret-file`` and ``--roster``.  Alice answers her bank question right, and adds the
+    generic oracle cell (every built-in question answered by the package's own references)
+    and the public worked kernels; Bob hands in Alice's notebook; Dave hands in the public
+    solution notebook unchanged; Carol is not on the roster.  The built-in questions are not
+    graded at all, the public kernels fail each student's puzzle variants, so Alice earns her
+    bank question's point only, Dave earns nothing."""
     from gpu_lessons.grading import sandbox
+    from gpu_lessons.questions.bank import load_bank as _load
 
-    roster, key = _roster(tmp_path, rows=("alice", "bob")), _key(tmp_path)
-    release(roster, key, tmp_path / "rel", chapters=[5])
+    roster, key = _roster(tmp_path, rows=("alice", "bob", "dave")), _key(tmp_path)
+    release(roster, key, tmp_path / "rel", chapters=[5], bank=TEMPLATE_BANK)
     nb = nbformat.read(tmp_path / "rel" / "alice" / "05_roofline.ipynb", as_version=4)
-    alice = Assignment(KEY).questions("alice", 5)
+    alice = Assignment(KEY, bank=_load(TEMPLATE_BANK)).questions("alice", 5)
     _answered(nb, alice)
-    # and every function question answered with the package's own reference, which would
-    # score full marks on them if they were graded
     nb.cells.append(nbformat.v4.new_code_cell(
-        "from gpu_lessons.questions import templates as _t\n"
-        "for _q in _t(5):\n"
-        "    if type(_q.answer).__name__ == 'Function':\n"
-        "        globals()[_q.name] = _q.answer.reference"))
+        "from gpu_lessons.questions import load as _load\n"
+        "for _q in _load(5):  # the generic oracle: the package's reference for every prompt\n"
+        "    _r = _q.answer.reference\n"
+        "    globals()[_q.name] = _r if type(_q.answer).__name__ == 'Function' else _r()"))
+    worked = (ROOT / "solutions" / "puzzle_kernels.py").read_text("utf-8")
+    for name in ("matmul_naive_kernel", "matmul_tiled_kernel"):
+        body = re.search(rf"^def {name}\(.*?(?=^def |^# --)", worked, re.S | re.M).group(0)
+        nb.cells.append(nbformat.v4.new_code_cell("import numpy as np\n\n\n" + body.strip()))
     for student in ("alice", "bob", "carol"):
         folder = tmp_path / "subs" / student
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / "05_roofline.ipynb")
+    (tmp_path / "subs" / "dave").mkdir()
+    (tmp_path / "subs" / "dave" / "05_roofline.ipynb").write_bytes(
+        (ROOT / "solutions" / "05_roofline.ipynb").read_bytes())
     out = tmp_path / "grades" / "grades.csv"
     args = ["grade", str(tmp_path / "subs"), "--out", str(out), "--secret-file", str(key),
-            "--roster", str(roster), "--jobs", "2", "--cell-timeout", "20", "--timeout", "120"]
-    if sandbox.unavailable():
+            "--roster", str(roster), "--bank", str(TEMPLATE_BANK), "--chapter", "5",
+            "--jobs", "2", "--cell-timeout", "30", "--timeout", "240"]
+    if sandbox.unavailable() or sandbox.containment_unavailable():
         args.append("--no-sandbox")          # trusted notebooks: written by this test
     assert cli.main(args) == 0, capsys.readouterr().err
     rows = {r["student"]: r for r in json.loads(out.with_suffix(".json").read_text())["rows"]}
-    value_points = sum(q.points for q in alice if not isinstance(q.answer, Function))
-    assert rows["alice"]["total"] == value_points
-    functions = {q.id for q in alice if isinstance(q.answer, Function)}
-    assert functions and not functions & set(rows["alice"]["points"])
-    bob = Assignment(KEY).questions("bob", 5)
-    lost = sum(qb.points for qa, qb in zip(alice, bob, strict=True)
-               if not isinstance(qb.answer, Function) and not _accepts(qb, _right_answer(qa)))
-    assert lost > 0 and rows["bob"]["total"] == value_points - lost
+    bank_q = alice[-1]
+    assert bank_q.id == "05.bank_gemm_intensity"
+    columns = [bank_q.id, "puzzle:matmul_naive", "puzzle:matmul_tiled"]
+    assert sorted(rows["alice"]["points"]) == sorted(columns)
+    assert rows["alice"]["points"] == {bank_q.id: 1.0, "puzzle:matmul_naive": 0.0,
+                                       "puzzle:matmul_tiled": 0.0}, rows["alice"]
+    assert "matmul_tiled@" in rows["alice"]["feedback"]["puzzle:matmul_tiled"]
+    bob_q = Assignment(KEY, bank=_load(TEMPLATE_BANK)).questions("bob", 5)[-1]
+    kept = float(_accepts(bob_q, _right_answer(bank_q)))
+    assert rows["bob"]["total"] == kept == 0.0
+    assert rows["dave"]["total"] == 0 and rows["dave"]["max"] == 3
     assert "not on the roster" in rows["carol"]["reason"] and rows["carol"]["total"] == 0
 
 
@@ -599,3 +655,40 @@ def test_one_notebook_claiming_a_release_only_warns(released, tmp_path, capsys):
     assert cli._questions_for(args) is None
     err = capsys.readouterr().err
     assert "warning: 1 of the 3 notebooks" in err and "--secret-file" in err
+
+
+def test_public_solutions_earn_no_graded_point_in_any_chapter():
+    """What a release grades, chapter by chapter: the bank's questions (which no public
+    solution notebook answers: it never names them) and each student's puzzle variants (which
+    every public worked kernel fails: tests/test_puzzle_variants.py).  No built-in question,
+    and no plain puzzle, is ever a graded column."""
+    from gpu_lessons.assignments import puzzles_for
+    from gpu_lessons.puzzles import puzzles as all_puzzles
+
+    builtin = {q.id for q in ALL}
+    for n in CHAPTERS:
+        solution = nbformat.read(next((ROOT / "solutions").glob(f"{n:02d}_*.ipynb")),
+                                 as_version=4)
+        code = "\n".join(c.source for c in solution.cells if c.cell_type == "code")
+        for student in STUDENTS:
+            graded_qs = questions_for(SECRET, n, bank=TEMPLATE_BANK)(student)
+            assert graded_qs and not {q.id for q in graded_qs} & builtin
+            for q in graded_qs:
+                assert not re.search(rf"^\s*{q.name}\s*=", code, re.M), (n, q.name)
+            mine = puzzles_for(SECRET, n)(student)
+            assert [p.column for p in mine] == [f"puzzle:{p.id}" for p in
+                                                (all_puzzles(n) if 2 <= n <= 8 else ())]
+            assert all("@" in p.id for p in mine), mine
+
+
+def test_puzzle_variants_are_drawn_from_the_key():
+    from gpu_lessons.assignments import draw_puzzle
+    from gpu_lessons.puzzles.variants import variants
+
+    drawn = Counter(draw_puzzle(SECRET, f"s{i}", "transpose") for i in range(300))
+    assert set(drawn) == {v.id for v in variants("transpose")}
+    assert min(drawn.values()) > 60  # three variants, about 100 each
+    assert draw_puzzle(SECRET, "ann", "transpose") == draw_puzzle(SECRET, "ann", "transpose")
+    other = bytes(reversed(SECRET))
+    assert any(draw_puzzle(SECRET, f"s{i}", "reduce") != draw_puzzle(other, f"s{i}", "reduce")
+               for i in range(10))

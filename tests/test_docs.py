@@ -1,20 +1,23 @@
 """The guides' examples do what the guides say: docs/simulator.md's kernel runs as printed and its
-tables name only fields that exist, docs/kernel_language.md's table is what `to_cuda` writes,
-and the README's and instructors' guide's counts match the package.
+tables name only fields that exist, docs/kernel_language.md's tables are the constructs registry
+and every row's CUDA is what `to_cuda` writes for its Python, and the README's and instructors'
+guide's counts match the package.
 
 Expected values are derived by hand next to each assertion, not taken from the code's output.
 """
 
 import re
 import runpy
+import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gpu_lessons import puzzles
 from gpu_lessons.checks import evaluate
+from gpu_lessons.kernels import constructs, simt, to_cuda
 from gpu_lessons.kernels import lang as kernel_lang
-from gpu_lessons.kernels import simt, to_cuda
 from gpu_lessons.questions import templates
 from gpu_lessons.questions.types import Function
 
@@ -99,55 +102,28 @@ def _warp_race(t, out):
     out[t.lane] = sh[(t.lane + 1) % 32]
 
 
-TILE = 32
-
-
-def _table_kernel(t, x, out, n):
-    tile = t.shared((32, 33), np.float32)
-    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
-    t.return_if(i >= n)
-    y = t.local(0.0, np.float32)
-    with t.if_(i < 16, "low"):
-        y[...] = x[i] * 2.0
-    with t.else_():
-        y[...] = np.sqrt(x[i])
-    s = t.local(1, np.int32)
-    for _ in t.while_(lambda: s < 4):
-        s[...] = s * 2
-    tile[t.warp, t.lane] = y
-    t.sync()
-    v = t.shfl_down(y, 1)
-    t.atomic_add(out, 0, v)
-    out[i] = t.where(i < TILE, y, np.float32(n))
-
-
-def test_kernel_language_md_table_is_what_to_cuda_writes():
-    """One kernel using the table's rows; each row's CUDA column, as the table prints it."""
+def test_kernel_language_md_tables_are_the_constructs_registry():
+    """docs/kernel_language.md's tables are printed from gpu_lessons.kernels.constructs."""
     text = _doc("docs/kernel_language.md")
-    x = np.arange(64, dtype=np.float32)
-    cuda = to_cuda(_table_kernel, x, np.zeros(64, np.float32), 64)
-    rows = [  # (the table's Python cell, its CUDA cell, what to_cuda writes for this kernel)
-        ("`t.shared((32, 33), np.float32)`", "`__shared__ float tile[32][33];`",
-         "__shared__ float tile[32][33];"),
-        ("`t.return_if(c)`", "`if (c) return;`", "if (i >= n) return;"),
-        ("`y = t.local(0.0, np.float32)`", "`float y = 0.0f;`", "float y = 0.0f;"),
-        ("`with t.if_(c, \"name\"):`", "`if (c) { ... }`", "if (i < 16) {"),
-        ("`with t.if_(c):` / `with t.else_():`", "} else {", "} else {"),
-        ("`for _ in t.while_(lambda: c):`", "`while (c) { ... }`", "while (s < 4) {"),
-        ("`t.sync()`, `t.syncwarp()`", "`__syncthreads();`", "__syncthreads();"),
-        ("`t.shfl_down/", "`__shfl_down_sync/", "__shfl_down_sync(0xffffffff, y, 1)"),
-        ("`t.atomic_add/", "`atomicAdd/", "atomicAdd(&out[0], v)"),
-        ("`t.where(c, a, b)`", "`c ? a : b`", "i < 32 ? y : (float)n"),  # TILE: its value
-        ("`np.sqrt`", "`sqrtf`", "sqrtf(x[i])"),
-        ("`np.float32(n)`", "`(float)n`", "(float)n"),
-        ("`t.lane`, `t.warp`", "`lane_id()`, `warp_id()`", "tile[warp_id()][lane_id()]"),
-    ]
-    for python, doc_c, c in rows:
-        row = _table_row(text, python)
-        assert doc_c in row.split("|")[2], (python, doc_c)
-        assert c in cuda, (python, c)
-    # "x[i] * 2.0 on a float32 array is float arithmetic (2.0f)"
-    assert "x[i] * 2.0f" in cuda
+    for section in ("python", "t"):
+        assert constructs.markdown_table(section) in text, (
+            f"regenerate the {section!r} table: python -m gpu_lessons.kernels.constructs")
+    python_rows = text.index(constructs.markdown_table("python"))
+    assert python_rows < text.index(constructs.markdown_table("t"))   # plain Python first
+
+
+@pytest.mark.parametrize("construct", constructs.CONSTRUCTS, ids=lambda c: c.name)
+def test_each_constructs_cuda_cell_is_what_to_cuda_writes(construct):
+    source = constructs.EXAMPLE_HEAD + textwrap.indent(construct.example, "    ")
+    kernel = kernel_lang.compile_kernel(source)
+    x, y = np.arange(64, dtype=np.float32), np.arange(64, dtype=np.int32)
+    cuda = to_cuda(kernel, x, y, np.zeros(64, np.float32), 64)
+    for piece in construct.cuda:
+        assert piece in cuda, (construct.name, piece, cuda.body)
+    row = next(line for line in constructs.markdown_table(construct.section).splitlines()
+               if line.startswith(f"| {construct.name} |"))
+    for piece in construct.cuda:
+        assert f"`{piece}`" in row.replace("\\|", "|")
 
 
 def test_kernel_language_md_error_message_is_the_checkers():
@@ -174,16 +150,23 @@ def test_readme_counts():
     assert sorted({p.lesson for p in puzzles.puzzles()}) == list(range(2, 9))
 
 
-def test_instructors_md_function_questions_are_a_third_and_a_wrapper_passes():
-    """The guide's reasons for leaving function questions out of a release's grades: they carry
-    about a third of the points, and wrapping the package's model passes them."""
+def test_instructors_md_built_in_questions_are_practice_because_one_call_answers_them():
+    """The guide's reason for grading no built-in question in a release: the public package
+    answers any variant of any of them in one call (the call the guide quotes, and the
+    generic oracle over a whole chapter), and wrapping the package's model passes the
+    function questions."""
     from gpu_lessons import roofline
 
-    points = [(q.points, isinstance(q.answer, Function))
-              for n in range(1, 11) for q in templates(n)]
-    share = sum(p for p, fn in points if fn) / sum(p for p, _ in points)
-    assert 0.25 <= share <= 0.4
-    assert "about a third of the built-in points" in _doc("docs/instructors.md")
+    doc = _doc("docs/instructors.md")
+    assert "every built-in question is practice" in doc.replace("**", "")
+    call = 'templates(5)[3].bind({"gpu": "b200", "precision": "tf32"}).answer.reference()'
+    assert call in doc
+    q = templates(5)[3].bind({"gpu": "b200", "precision": "tf32"})
+    assert evaluate(q, eval(call, {"templates": templates})).correct
+    for n in range(1, 11):  # the oracle: every question of every chapter, one call each
+        for t in templates(n):
+            ref = t.bind().answer.reference
+            assert evaluate(t.bind(), ref if isinstance(t.answer, Function) else ref()).correct
 
     def kernel_time(flops, bytes_moved, peak_flops, bandwidth):
         return roofline.kernel_time(flops, bytes_moved, peak_flops, bandwidth)

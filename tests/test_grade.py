@@ -219,7 +219,8 @@ def test_one_feedback_file_per_student(run):
     good = (run.feedback / "good.md").read_text("utf-8")
     assert "**5 / 5 points**" in good and "correct on all" in good
     edited = (run.feedback / "edited.md").read_text("utf-8")
-    assert "sparse" in edited and "## Question 05.ridge_h100 — not correct (0 points)" in edited
+    assert "sparse" in edited
+    assert "## Question 05\\.ridge\\_h100 — not correct (0 points)" in edited
     assert "295" not in edited  # the feedback never gives the answer
 
 
@@ -346,23 +347,25 @@ def test_filling_disks_and_memory_stays_inside_its_limits(run):
 @needs_sandbox
 def test_fork_bomb_is_stopped_by_the_process_limit(run):
     row = _row(run, "forkbomb_05.ipynb")
-    # The children fill the process limit; the kernel still answers (or, if it cannot, the
-    # reason says the limit was reached).  Either way nothing survives (test above).
+    # The children fill the process limit or the sandbox's memory allowance (250 forked
+    # kernels hold a lot of page tables); the kernel still answers (or, if it cannot, the
+    # reason says which limit was reached).  Either way nothing survives (test above).
     assert row["status"] in ("ok", "timeout", "crashed")
-    if row["status"] != "ok":
-        assert "its limit is" in row["reason"], row["reason"]
+    if row["status"] != "ok":  # whichever binds first: the task limit or the memory cap
+        assert "its limit is" in row["reason"] or "memory allowance" in row["reason"], \
+            row["reason"]
 
 
 @needs_sandbox
-@pytest.mark.parametrize("name, why", [
-    ("flood_05.ipynb", "a result line over 8 MiB"),
-    ("deepjson_05.ipynb", "JSON nested deeper than 32 levels"),
-    ("pgid_05.ipynb", "an event of an unknown kind or shape"),
-])
-def test_forged_or_flooded_results_are_invalid(run, name, why):
+@pytest.mark.parametrize("name", ["flood_05.ipynb", "deepjson_05.ipynb", "pgid_05.ipynb"])
+def test_the_result_channel_is_out_of_the_kernel_s_reach(run, name):
+    """These once reached the worker's result pipe with pidfd_getfd and wrote forged or
+    flooded lines (then judged 'invalid result'); the seccomp filter refuses pidfd_getfd,
+    so the attack cell fails and the answers before it are graded as usual.  What the
+    grader does with such lines is tested in test_grade_units.py and test_grade_journal.py."""
     row = _row(run, name)
-    assert (row["status"], row["total"]) == ("invalid result", 0)
-    assert why in row["reason"] and "nothing from it was graded" in row["reason"]
+    assert (row["status"], row["total"]) == ("ok", 5), row
+    assert "OSError" in row["reason"] or "PermissionError" in row["reason"], row["reason"]
 
 
 @needs_sandbox
@@ -467,9 +470,12 @@ def test_puzzle_kernels_are_judged_from_their_source_in_a_sandbox_of_their_own(t
 def test_the_submissions_on_disk_are_what_make_submissions_writes(tmp_path):
     make = make_submissions()
     written = make.write_all(tmp_path)
-    assert sorted(p.name for p in written) == sorted(p.name for p in SUBMISSIONS.glob("*.ipynb"))
+    kept = [*SUBMISSIONS.glob("*.ipynb"), *SUBMISSIONS.glob("breaches/*.ipynb")]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in written) == sorted(
+        p.relative_to(SUBMISSIONS).as_posix() for p in kept)
     for path in written:
-        assert path.read_text("utf-8") == (SUBMISSIONS / path.name).read_text("utf-8"), path.name
+        rel = path.relative_to(tmp_path)
+        assert path.read_text("utf-8") == (SUBMISSIONS / rel).read_text("utf-8"), rel
 
 
 if __name__ == "__main__":  # pragma: no cover

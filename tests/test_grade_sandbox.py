@@ -176,3 +176,51 @@ def leftovers(marker: str) -> list[str]:
         if marker.encode() in blob and int(proc.name) != os.getpid():
             found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
     return found
+
+
+CONTAINED = "" if WHY else sandbox.containment_unavailable()
+
+
+@pytest.mark.skipif(bool(CONTAINED), reason=CONTAINED or "control groups available")
+def test_memfd_pages_are_capped_by_the_sandbox_s_control_group():
+    """Pages held by memfds use no address space: RLIMIT_AS does not see them; the group does."""
+    code = """
+import os
+for i in range(32):
+    fd = os.memfd_create(f"m{i}")
+    os.write(fd, b"x" * (32 * 2**20))
+    print("memfd", i, flush=True)
+"""
+    outcome, log = run(code, limits=replace(SMALL, ram_mib=192))
+    assert outcome.oom_kills >= 1 and outcome.returncode != 0, log
+    assert "memfd 31" not in log
+    assert outcome.memory_peak is not None and outcome.memory_peak <= 192 * 2**20
+    found, _ = sandbox.cgroups.hierarchy()
+    for base in found.bases.values():  # the sandbox's group is gone with it
+        assert not [p for p in base.iterdir() if p.name.startswith("sandbox-")]
+
+
+def test_the_seccomp_filter_refuses_keyrings_pidfd_getfd_and_namespaces():
+    code = """
+import ctypes, errno, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    result = libc.syscall(nr, *args)
+    return errno.errorcode.get(ctypes.get_errno()) if result < 0 else "allowed"
+nr = dict(x86_64={"add_key": 248, "keyctl": 250, "pidfd_getfd": 438, "unshare": 272},
+          aarch64={"add_key": 217, "keyctl": 219, "pidfd_getfd": 438, "unshare": 97})
+import platform
+n = nr[platform.machine()]
+print("add_key", call(n["add_key"], b"user", b"k", b"v", 1, -4))
+print("keyctl", call(n["keyctl"], 0, -4, 0))
+print("pidfd_getfd", call(n["pidfd_getfd"], 0, 0, 0))
+print("unshare", call(n["unshare"], 0x10000000 | 0x00020000))
+print("unshare -Urm", subprocess.run(["unshare", "-Urm", "true"], capture_output=True).returncode)
+t = threading.Thread(target=lambda: print("thread ran", flush=True)); t.start(); t.join()
+print(subprocess.run(["echo", "child ran"], capture_output=True, text=True).stdout.strip())
+"""
+    outcome, log = run(code)
+    assert outcome.returncode == 0, log
+    for name in ("add_key", "keyctl", "pidfd_getfd", "unshare"):
+        assert f"{name} EPERM" in log, log
+    assert "unshare -Urm 1" in log and "thread ran" in log and "child ran" in log

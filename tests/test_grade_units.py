@@ -7,6 +7,7 @@ import ast
 import csv
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -243,13 +244,13 @@ def test_feedback_files_one_per_student(tmp_path):
              Row("ann/b.ipynb", "ann", {"05.x": 0.0}, 0.0, 3.0, "timeout", "cell 3 looped",
                  {"05.x": "… 05.x: not attempted yet"}),
              Row("x.ipynb", "../../etc/passwd", {}, 0.0, 3.0, "invalid notebook", "no", {}))
-    written = Grades(5, ("05.x", "puzzle:reduce"), rows_).write(tmp_path / "g.csv",
-                                                               feedback=tmp_path / "fb")
+    written = output.write_all(Grades(5, ("05.x", "puzzle:reduce"), rows_), tmp_path / "g.csv",
+                               feedback=tmp_path / "fb")
     names = sorted(p.name for p in (tmp_path / "fb").iterdir())
     assert names == ["ann-2.md", "ann.md", "etc_passwd-3754d6cb.md"] and len(written) == 5
     text = (tmp_path / "fb" / "ann.md").read_text("utf-8")
-    assert "**2 / 3 points**" in text and "## Question 05.x — correct (2 points)" in text
-    assert "## Puzzle `reduce` — not correct (0 points)" in text
+    assert "**2 / 3 points**" in text and "## Question 05\\.x — correct (2 points)" in text
+    assert "## Puzzle reduce — not correct (0 points)" in text
     assert "&lt;b&gt;race&lt;/b&gt;" in text
     assert "not attempted" in (tmp_path / "fb" / "ann-2.md").read_text("utf-8")
 
@@ -376,11 +377,38 @@ def test_chapter_comes_from_the_notebooks_metadata(tmp_path):
         nbformat.write(nb, tmp_path / name)
     (tmp_path / "deep.ipynb").write_text("[" * 200_000)
     assert submissions.chapter_from(sorted(tmp_path.glob("*.ipynb"))) == 5
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["gpu_lessons"] = {"chapter": 1}
-    nbformat.write(nb, tmp_path / "c.ipynb")
+    # One notebook naming another chapter, or the same one spelt "05", stops nothing: the
+    # chapter most notebooks name is the run's.
+    for name, chapter in (("c.ipynb", 1), ("d.ipynb", "05"), ("e.ipynb", " 5 "),
+                          ("f.ipynb", "banana"), ("g.ipynb", [5])):
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["gpu_lessons"] = {"chapter": chapter}
+        nbformat.write(nb, tmp_path / name)
+    assert submissions.notebook_chapter(tmp_path / "d.ipynb") == 5
+    assert submissions.notebook_chapter(tmp_path / "f.ipynb") is None
+    assert submissions.chapter_from(sorted(tmp_path.glob("*.ipynb"))) == 5
+    # Only a tie (or no vote at all) asks for --chapter.
+    tie = sorted(tmp_path.glob("[ac].ipynb"))
     with pytest.raises(ValueError, match="pass --chapter"):
-        submissions.chapter_from(sorted(tmp_path.glob("*.ipynb")))
+        submissions.chapter_from(tie)
+    with pytest.raises(ValueError, match="pass --chapter"):
+        submissions.chapter_from([tmp_path / "deep.ipynb"])
+
+
+def test_hard_links_and_huge_cell_counts_are_refused_before_parsing(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(nb, tmp_path / "own.ipynb")
+    assert submissions.read_notebook(tmp_path / "own.ipynb") == (["x = 1"], "")
+    os.link(tmp_path / "own.ipynb", tmp_path / "link.ipynb")
+    for name in ("own.ipynb", "link.ipynb"):  # both names of the file are refused
+        cells, why = submissions.read_notebook(tmp_path / name)
+        assert cells == [] and "hard links" in why
+    cells = ",".join(['{"cell_type": "code", "source": "", "metadata": {}, "outputs": []}']
+                     * (submissions.MAX_CELLS + 1))
+    (tmp_path / "many.ipynb").write_text('{"nbformat": 4, "metadata": {}, "cells": ['
+                                         + cells + "]}")
+    assert submissions.read_notebook(tmp_path / "many.ipynb")[1].startswith(
+        "the notebook has more than")
 
 
 def test_find_submissions_skips_checkpoints_and_linked_folders(tmp_path):
@@ -589,7 +617,7 @@ def test_a_run_without_a_seed_draws_its_own_and_records_it(tmp_path, monkeypatch
     first = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
     second = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False)
     assert seen == [first.seed, second.seed]
-    assert first.seed != second.seed and len(first.seed) == 16
+    assert first.seed != second.seed and len(first.seed) == 32
     assert json.loads(first.to_json())["seed"] == first.seed
     again = grade(tmp_path, questions_for=lambda s: (q,), sandbox=False, seed=first.seed)
     assert again.seed == first.seed == seen[-1]
@@ -606,20 +634,26 @@ def test_a_run_without_a_seed_draws_its_own_and_records_it(tmp_path, monkeypatch
     assert not puzzles.evaluate("dot", src, seed=puzzle_seed(first.seed)).correct
 
 
-def test_cli_seed_comes_from_the_key_or_is_drawn(tmp_path):
+def test_cli_seed_is_drawn_for_each_regrade_even_with_the_key(tmp_path):
+    """A seed derived from the key alone would be the same for every regrade: each run draws
+    its own (the journal keeps it for a resumed run; --seed repeats one)."""
     key = tmp_path / "key"
     key.write_text("k" * 32)
-    other = tmp_path / "other"
-    other.write_text("o" * 32)
     parser = cli.argparse.ArgumentParser()
     cli._grade_arguments(parser)
     seed_of = [cli._seed(parser.parse_args(["subs", *extra]))
-               for extra in ([], ["--secret-file", str(key)], ["--secret-file", str(key)],
-                             ["--secret-file", str(other)], ["--seed", "7"])]
-    drawn, from_key, again, from_other, given = seed_of
-    assert drawn is None  # the grader draws one for this run
-    assert from_key == again and from_key != from_other and len(from_key) == 16
-    assert given == "7"
+               for extra in ([], ["--secret-file", str(key)], ["--seed", "7"])]
+    assert seed_of == [None, None, "7"]
+
+
+def test_puzzle_seeds_are_64_bit_and_differ_per_chapter_student_and_run():
+    from gpu_lessons.grading.puzzle_eval import puzzle_seed
+
+    seeds = {puzzle_seed(run, chapter, student) for run in ("a", "b") for chapter in (3, 4)
+             for student in ("ann", "bob")}
+    assert len(seeds) == 8
+    assert all(0 <= s < 2**64 for s in seeds) and max(seeds) > 2**40
+    assert puzzle_seed("a", 3, "ann") == puzzle_seed("a", 3, "ann")
 
 
 def test_a_pipe_named_ipynb_is_a_row_not_a_hang(tmp_path):

@@ -17,8 +17,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gpu_lessons"
 #: into the other for a convenience method.  Do not add to this list: give the shared part a
 #: module of its own instead.
 KNOWN_LAZY_CYCLES = {
-    # Grades.csv_text/json_text/write call the writers, which read Grades.
-    frozenset({"gpu_lessons.grading.results", "gpu_lessons.grading.output"}),
     # _metrics builds feedback naming a lesson Section that _core defines.
     frozenset({"gpu_lessons.puzzles._metrics", "gpu_lessons.puzzles._core"}),
     # run_on_gpu looks its puzzle up with the package's find().

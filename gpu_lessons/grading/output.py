@@ -6,7 +6,10 @@ student ids, reasons quoting a notebook's error), so:
 * a CSV cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a
   leading ``'`` (OWASP, "CSV Injection"), so a spreadsheet shows it as text instead of
   running it as a formula;
-* feedback Markdown has HTML's special characters escaped;
+* feedback Markdown has HTML's special characters escaped, and Markdown's own (backticks,
+  brackets, emphasis, headings, lists, tables) backslash-escaped, so an exception name, an
+  answer or a file name shows as text: no link, no image, no way out of a code span (none is
+  used around untrusted text);
 * each file is written to a temporary name in its folder and renamed over the target, so a
   reader sees the old file or the new one, never half of one.
 
@@ -17,38 +20,23 @@ the grader cannot write, is refused at once rather than after an hour of grading
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import html
-import io
-import json
 import os
 import re
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-from .results import Grades, Row, cells, header
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(text: str) -> str:
-    """``text`` with a leading ``'`` when a spreadsheet would read it as a formula."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+from .results import FORMULA_START, Grades, Row, csv_cell  # noqa: F401 (re-exported)
 
 
 def csv_text(grades: Grades) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([csv_cell(h) for h in header(grades.columns)])
-    for row in grades.rows:
-        writer.writerow([csv_cell(c) for c in cells(row, grades.columns)])
-    return buf.getvalue()
+    return grades.to_csv()
 
 
 def json_text(grades: Grades) -> str:
-    return json.dumps(grades.as_dict(), indent=1, ensure_ascii=False)
+    return grades.to_json()
 
 
 def feedback_text(row: Row, chapter: int | None) -> str:
@@ -56,13 +44,13 @@ def feedback_text(row: Row, chapter: int | None) -> str:
     message it got (the named mistake, or how the answer is off; never the answer)."""
     title = f"Chapter {chapter:02d} feedback" if chapter is not None else "Feedback"
     lines = [f"# {title}: {_md(row.student)}", "",
-             f"Submission `{_md(row.file)}`: **{row.total:g} / {row.max:g} points** "
+             f"Submission {_md(row.file)}: **{row.total:g} / {row.max:g} points** "
              f"(status: {_md(row.status)}).", ""]
     if row.reason:
         lines += [f"Note: {_md(row.reason)}", ""]
     for column, message in row.feedback.items():
         got = row.points.get(column, 0.0)
-        name = f"Puzzle `{_md(column.split(':', 1)[1])}`" if column.startswith("puzzle:") \
+        name = f"Puzzle {_md(column.split(':', 1)[1])}" if column.startswith("puzzle:") \
             else f"Question {_md(column)}"
         points = f"{got:g} point" + ("" if got == 1 else "s")
         lines += [f"## {name} — {_verdict(message)} ({points})", "", _md(message), ""]
@@ -77,8 +65,15 @@ def _verdict(message: str) -> str:
     return "not correct"
 
 
+#: Markdown's punctuation (CommonMark's backslash escapes), less what HTML escaping covers.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~=:\"'])")
+
+
 def _md(text: str) -> str:
-    return html.escape(str(text), quote=False)
+    """``text`` as literal Markdown text: punctuation backslash-escaped, ``<>&`` as entities,
+    and each line break a plain space (no new block can start)."""
+    flat = " ".join(str(text).splitlines())
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", flat), quote=False)
 
 
 # -- files -----------------------------------------------------------------------------------

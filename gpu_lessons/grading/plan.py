@@ -36,7 +36,7 @@ class Puzzle:
 
     @property
     def column(self) -> str:
-        return f"puzzle:{self.id}"
+        return f"puzzle:{self.id.partition('@')[0]}"
 
 
 def chapter_puzzles(chapter: int | None, points: float = 1.0) -> tuple[Puzzle, ...]:

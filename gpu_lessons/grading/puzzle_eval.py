@@ -18,12 +18,13 @@ The grader reads those lines back like any sandbox output: bounded, and checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
-import zlib
 
 from .plan import Plan
 
@@ -31,11 +32,13 @@ from .plan import Plan
 PER_KERNEL_S = 20
 
 
-def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=None) -> None:
+def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=None,
+                     cgroup: bool = True, seed: int | None = None) -> None:
     """Evaluate the kernels in ``report.answers`` for ``plan``'s puzzles; fill
-    ``report.puzzles`` (one ``{"passed", "correct", "message"}`` per puzzle column)."""
+    ``report.puzzles`` (one ``{"passed", "correct", "message"}`` per puzzle column).
+    ``seed``: the puzzles' input seed (default: :func:`puzzle_seed` of the plan's)."""
     from . import untrusted
-    from .sandbox import Process
+    from .sandbox import Process, python_module
 
     todo = []
     for p in plan.puzzles:
@@ -55,9 +58,10 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
                                      if c.upper() in chosen}})
     if not todo:
         return
-    proc = Process([sys.executable, "-I", "-m", __name__], sandbox=sandbox, limits=limits,
-                   uid=uid, max_total=4 * 2**20, max_line=64 * 1024)
-    outcome = proc.run(json.dumps({"answers": todo, "seed": puzzle_seed(plan.seed)}).encode(),
+    proc = Process(python_module(__name__), sandbox=sandbox, limits=limits,
+                   uid=uid, max_total=4 * 2**20, max_line=64 * 1024, cgroup=cgroup)
+    seed = puzzle_seed(plan.seed) if seed is None else seed
+    outcome = proc.run(json.dumps({"answers": todo, "seed": seed}).encode(),
                        timeout or 30 + PER_KERNEL_S * len(todo))
     wanted = {item["id"] for item in todo}
     seen = {}
@@ -79,10 +83,14 @@ def evaluate_kernels(plan: Plan, report, *, sandbox: bool, limits, uid, timeout=
             report.puzzles[item["id"]] = _failed(item["puzzle"], f"not evaluated: {why}")
 
 
-def puzzle_seed(seed) -> int:
-    """The puzzles' input seed (an int >= 0) from the run's ``--seed`` (any text): the grader
-    tries kernels on inputs a learner's own check never drew (their check uses seed 0)."""
-    return zlib.crc32(f"grade:{seed}".encode())
+def puzzle_seed(seed, chapter=None, student: str = "") -> int:
+    """The puzzles' input seed, 64 bits, from the run's ``--seed`` (any text), the chapter
+    and the student: the grader tries kernels on inputs a learner's own check never drew
+    (their check uses seed 0), different for every chapter, student and regrade (a regrade
+    draws a fresh run seed unless it is told the old one)."""
+    text = f"gpu-lessons puzzle inputs v2\0{seed}\0{chapter}\0{student}"
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8],
+                          "big")
 
 
 def _failed(puzzle_id: str, why: str) -> dict:
@@ -104,7 +112,17 @@ def _evaluate_one(item: dict, seed: int) -> dict:
     result = puzzles.evaluate(item["puzzle"], textwrap.dedent(item["source"]),
                               constants=dict(item["globals"]), seed=seed, **item["choices"])
     return {"passed": bool(result.passed), "correct": bool(result.correct),
-            "message": str(result.message)[:4000]}
+            "message": redact(str(result.message))[:4000]}
+
+
+#: "out[7] is 3, expected 12": the value at the grader's inputs, which a learner could collect
+#: over regrades; graded feedback names the element and the learner's own value only.
+_EXPECTED = re.compile(r", expected [-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|nan|inf)", re.IGNORECASE)
+
+
+def redact(message: str) -> str:
+    """A puzzle verdict without the expected values it quotes at the grader's inputs."""
+    return _EXPECTED.sub(" (the expected value is not shown in graded feedback)", message)
 
 
 def _alarm(signum, frame):

@@ -1,7 +1,11 @@
-"""A grading run's results: one :class:`Row` per submission, collected in :class:`Grades`."""
+"""A grading run's results: one :class:`Row` per submission, collected in :class:`Grades`, and
+their CSV and JSON text (the files are written by :mod:`~gpu_lessons.grading.output`)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from dataclasses import asdict, dataclass, field
 
 OK, TIMEOUT, CRASHED = "ok", "timeout", "crashed"
@@ -55,25 +59,29 @@ class Grades:
                           [cells(r, self.columns) for r in self.rows])
 
     def to_csv(self) -> str:
-        from .output import csv_text
-
-        return csv_text(self)
+        """The CSV text (formula-safe cells: :func:`csv_cell`)."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([csv_cell(h) for h in header(self.columns)])
+        for row in self.rows:
+            writer.writerow([csv_cell(c) for c in cells(row, self.columns)])
+        return buf.getvalue()
 
     def to_json(self) -> str:
-        from .output import json_text
-
-        return json_text(self)
-
-    def write(self, csv_path, *, feedback=None):
-        """Write ``csv_path``, the JSON beside it and (with ``feedback``, a folder) one
-        Markdown feedback file per student; each file atomically."""
-        from .output import write_all
-
-        return write_all(self, csv_path, feedback)
+        return json.dumps(self.as_dict(), indent=1, ensure_ascii=False)
 
     def as_dict(self) -> dict:
         return {"chapter": self.chapter, "questions": list(self.columns), "seed": self.seed,
                 "rows": [asdict(r) for r in self.rows]}
+
+
+#: A CSV cell starting with one of these gets a leading ``'`` (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would read it as a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def header(columns) -> list[str]:

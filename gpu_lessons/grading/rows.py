@@ -36,19 +36,50 @@ class Report:
     end: dict | None = None
     invalid: str = ""
 
+    #: Events a notebook's sandbox may send beyond three per cell (start, error, and slack)
+    #: and one per question: an honest worker sends far fewer.
+    SPARE_EVENTS = 64
+    #: Bytes of answer lines kept per notebook (the reader already caps a line at 1 MiB and
+    #: a sandbox's output at 16 MiB): with the event budget, what bounds a job's memory.
+    MAX_ANSWER_BYTES = 4 * 2**20
+
+    @classmethod
+    def start(cls, plan: Plan, n_code_cells: int) -> Report:
+        """An empty report, to :meth:`feed` the sandbox's lines into as they arrive."""
+        groups = [[item["id"] for item in g] for g in plan.probe_groups()]
+        report = cls(n_code_cells, groups)
+        report._wanted = set(plan.columns)
+        report._n_cells = n_code_cells + len(groups)
+        report._budget = 3 * report._n_cells + len(report._wanted) + cls.SPARE_EVENTS
+        return report
+
+    def feed(self, at: float, line: bytes) -> str | None:
+        """Check and apply one line; return why reading should stop (the report is invalid),
+        or None.  Nothing of the line is kept but what the report holds, so a forged stream
+        of well-formed events grows the grader by at most the event budget."""
+        if self.invalid:
+            return self.invalid
+        self._budget -= 1
+        try:
+            if self._budget < 0:
+                raise untrusted.Invalid("more events than a notebook of this many cells sends")
+            if b'"answer"' in line:
+                self._answer_bytes = getattr(self, "_answer_bytes", 0) + len(line)
+                if self._answer_bytes > self.MAX_ANSWER_BYTES:
+                    raise untrusted.Invalid("more answer data than the grader reads from one "
+                                            "notebook")
+            self._apply(untrusted.event(untrusted.parse_line(line), n_cells=self._n_cells,
+                                        wanted=self._wanted), at)
+        except untrusted.Invalid as exc:
+            self.invalid = str(exc)
+        return self.invalid or None
+
     @classmethod
     def read(cls, lines, plan: Plan, n_code_cells: int) -> Report:
         """Check and apply each ``(seconds, line)``; stop at the first invalid one."""
-        groups = [[item["id"] for item in g] for g in plan.probe_groups()]
-        report = cls(n_code_cells, groups)
-        wanted = set(plan.columns)
-        n_cells = n_code_cells + len(groups)
+        report = cls.start(plan, n_code_cells)
         for at, line in lines:
-            try:
-                report._apply(untrusted.event(untrusted.parse_line(line), n_cells=n_cells,
-                                              wanted=wanted), at)
-            except untrusted.Invalid as exc:
-                report.invalid = str(exc)
+            if report.feed(at, line):
                 break
         return report
 
@@ -89,7 +120,8 @@ class Report:
 
 
 def status_and_reason(report: Report, outcome, cell_timeout: float, timeout: float,
-                      process_limit: int | None = None) -> tuple[str, str]:
+                      process_limit: int | None = None,
+                      ram_mib: int | None = None) -> tuple[str, str]:
     """The row's status and reason from the checked report and how the sandbox ended."""
     if report.invalid:
         return INVALID_RESULT, (f"the sandbox's output was not what the grader writes "
@@ -97,7 +129,7 @@ def status_and_reason(report: Report, outcome, cell_timeout: float, timeout: flo
     if outcome.overflow:
         return INVALID_RESULT, (f"the sandbox wrote {outcome.overflow}; nothing from it "
                                 f"was graded")
-    limit = _process_limit(outcome, process_limit)
+    limit = _process_limit(outcome, process_limit) + _memory_limit(outcome, ram_mib)
     if outcome.timed_out:
         return TIMEOUT, _timeout_reason(report, outcome.seconds, cell_timeout, timeout) + limit
     end = report.end
@@ -141,6 +173,20 @@ def _process_limit(outcome, limit: int | None) -> str:
         return (f" (the notebook had {tasks} processes and threads running: its limit is "
                 f"{limit})")
     return ""
+
+
+def _memory_limit(outcome, ram_mib: int | None) -> str:
+    """A note when the kernel killed a process of the sandbox for its memory cap."""
+    kills = getattr(outcome, "oom_kills", 0)
+    cap = f" of {ram_mib} MiB" if ram_mib else ""
+    peak = getattr(outcome, "memory_peak", None)
+    if not kills:
+        if ram_mib and peak and peak >= 0.95 * ram_mib * 2**20:
+            return (f" (the notebook's processes held all of their memory allowance{cap}, "
+                    f"memfd and tmpfs pages included)")
+        return ""
+    return (f" (the notebook used up its memory allowance{cap}, memfd and tmpfs pages "
+            f"included: the kernel killed {kills} of its processes)")
 
 
 def _timeout_reason(report: Report, seconds: float, cell_timeout: float, timeout: float) -> str:

@@ -10,8 +10,10 @@ For each notebook, in a thread of a pool of ``jobs``:
 4. check what came out (:mod:`~gpu_lessons.grading.rows`), evaluate puzzle kernels in a
    sandbox of their own, and judge the answers here.
 
-Only when every sandbox is gone are the grades written, once, atomically.  Ctrl-C kills every
-running sandbox, marks the rest ``not graded`` and still writes what was graded.
+Each row is journaled (fsync'd) as it finishes (:mod:`~gpu_lessons.grading.journal`); when
+every sandbox is gone the grades are written, once, atomically, and the journal removed.  Ctrl-C
+kills every running sandbox, marks the rest ``not graded``, still writes what was graded and
+keeps the journal: the same command resumes.
 """
 
 from __future__ import annotations
@@ -19,20 +21,20 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import _validate
+from . import cgroups as _cgroups
 from . import output
 from . import sandbox as _sandbox
 from . import submissions as _subs
 from .plan import Plan, Puzzle, chapter_puzzles
+from .puzzle_eval import puzzle_seed
 from .results import CRASHED, INVALID, NOT_GRADED, Grades, Row
 from .rows import Report, make_row, status_and_reason
-from .submissions import DEFAULT_ID_PATTERN
 
 INTERRUPTED = "the grading run was interrupted before this notebook was graded"
 
@@ -49,17 +51,31 @@ NO_SANDBOX_RISKS = (
     "or VM that holds nothing else")
 
 
-def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | None = None,
-          cell_timeout: float = 60, timeout: float = 600, seed: int | str | None = None,
-          kernel: str = "python3", id_pattern: str = DEFAULT_ID_PATTERN,
-          questions_for: Callable[[str], tuple] | None = None, puzzles=None,
-          sandbox: bool = True, limits: _sandbox.Limits | None = None,
-          progress: Callable[[Row], None] | None = None) -> Grades:
+NO_CGROUP_RISKS = (
+    "without a control group per sandbox, memory a notebook holds outside its address space "
+    "(memfd and tmpfs pages) is not capped: one notebook can fill the machine's memory, and "
+    "in a memory-capped container make the kernel kill the grader, so that nobody's grades "
+    "are written (the journal keeps finished rows); the per-process limits and everything "
+    "else of the sandbox still hold")
+#: Memory the grader keeps for itself when it sizes the sandboxes to a container's cap:
+#: its own base, plus a bound per job (see Report.MAX_ANSWER_BYTES and the reader's caps).
+GRADER_BASE_MIB, GRADER_PER_JOB_MIB = 384, 128
+#: The least memory a sandbox may get (a NumPy + Jupyter kernel needs about 300 MiB).
+MIN_RAM_MIB = 640
+
+
+def grade(submissions, *, questions_for: Callable[[str], tuple] | None = None, puzzles=None,
+          puzzles_for: Callable[[str], tuple] | None = None,
+          limits: _sandbox.Limits | None = None,
+          progress: Callable[[Row], None] | None = None, **options) -> Grades:
     """Grade every ``*.ipynb`` under ``submissions`` (a folder, or a list of notebook paths).
 
-    ``chapter`` defaults to the one every notebook's metadata names (``gpu_lessons.chapter``).
+    ``chapter`` defaults to the one most notebooks' metadata names (``gpu_lessons.chapter``);
+    a notebook naming another chapter gets an ``invalid notebook`` row of its own.
     ``out``: CSV to write (the JSON goes beside it) once every notebook is graded; ``feedback``:
     a folder for one Markdown feedback file per student.  Both are checked before grading.
+    With ``out`` (and ``journal``), each row is journaled as it finishes
+    (:mod:`~gpu_lessons.grading.journal`): a killed or interrupted run resumes when run again.
     ``jobs``: notebooks run at once (default: CPU cores).  ``cell_timeout``/``timeout``:
     seconds per cell (then SIGINT) and per notebook (then the sandbox is killed).  ``seed``
     picks the inputs function answers and puzzle kernels are tried on; by default a fresh one
@@ -68,19 +84,34 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     the same inputs.  ``questions_for(student_id)`` returns
     that student's questions (default: the chapter's); ``puzzles``: :class:`Puzzle` entries
     whose kernels to collect and judge (default: the chapter's puzzles, 1 point each; ``()``
-    for none).  ``sandbox=False`` runs notebooks without a sandbox
-    (see ``NO_SANDBOX_RISKS``).  ``progress(row)`` is called as each row is done.
+    for none); ``puzzles_for(student_id)``: that student's puzzles instead (a release's
+    per-student variants).  ``sandbox=False`` runs notebooks without a sandbox
+    (see ``NO_SANDBOX_RISKS``); ``cgroups=False`` sandboxes them without a control group each
+    (see ``NO_CGROUP_RISKS``).  ``progress(row)`` is called as each row is done.
+
+    The options (``chapter`` ... ``journal``, ``memory_mib``, ``ram_mib``) are the fields of
+    :class:`~gpu_lessons.grading.options.GradeOptions`, the same the command line offers.
     """
     from ..questions import chapter_number, load
+    from .journal import Journal, digest, path_for
+    from .options import GradeOptions
 
-    if seed is None:
-        seed = secrets.token_hex(8)
+    opts = GradeOptions(**options)
+    chapter, out, feedback, jobs = opts.chapter, opts.out, opts.feedback, opts.jobs
+    cell_timeout, timeout, seed, kernel = opts.cell_timeout, opts.timeout, opts.seed, opts.kernel
+    id_pattern, sandbox, cgroups, journal = (opts.id_pattern, opts.sandbox, opts.cgroups,
+                                             opts.journal)
+    if limits is None:
+        limits = opts.limits()
+
     root, paths = _subs.collect(submissions)
     if not paths:
         raise ValueError(f"submissions={str(submissions)!r}: no .ipynb files found")
     cell_timeout = _validate.positive("cell_timeout", cell_timeout)
     timeout = _validate.positive("timeout", timeout)
     jobs = _validate.integer("jobs", jobs if jobs is not None else (os.cpu_count() or 1), low=1)
+    if limits is not None and not isinstance(limits, _sandbox.Limits):
+        raise TypeError(f"limits must be a grading.Limits, got {type(limits).__name__}")
     try:
         pattern = re.compile(id_pattern)
     except re.error as exc:
@@ -92,33 +123,63 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
     puzzles = chapter_puzzles(chapter) if puzzles is None else tuple(puzzles)
     if not all(isinstance(p, Puzzle) for p in puzzles):
         raise TypeError(f"puzzles must be Puzzle entries, got {puzzles!r}")
+    if puzzles_for is not None and not callable(puzzles_for):
+        raise TypeError(f"puzzles_for must be a function of the student id, got "
+                        f"{type(puzzles_for).__name__}")
+    if puzzles_for is not None:
+        puzzles = ()  # each student's own, from puzzles_for
     if questions_for is None:
-        if not load(chapter) and not puzzles:
+        if not load(chapter) and not puzzles and puzzles_for is None:
             raise ValueError(f"chapter {chapter:02d} has no questions to grade yet")
         questions_for = _fixed(load(chapter))
     if out is not None:  # fail now, not after an hour of grading
         output.check_targets(out, feedback)
     _check_outside_sandbox(root, out, feedback)
+    limits = limits or _sandbox.Limits()
     if sandbox:
         why = _sandbox.unavailable()
         if why:
             raise SandboxUnavailable(f"cannot sandbox the notebooks: {why}. Install bubblewrap "
                                      f"or pass --no-sandbox, knowing that {NO_SANDBOX_RISKS}.")
+        if cgroups:
+            why = _sandbox.containment_unavailable()
+            if why:
+                raise SandboxUnavailable(
+                    f"cannot give each sandbox a control group: {why}. Run the grader as root "
+                    f"(or in a container with a cgroup of its own, docs/instructors.md), or "
+                    f"pass --no-cgroups, knowing that {NO_CGROUP_RISKS}.")
+            limits = _fit_memory(limits, jobs)
+            _cgroups.protect_grader()
+    settings = {"chapter": chapter, "seed": None if seed is None else str(seed),
+                "cell_timeout": cell_timeout, "timeout": timeout, "kernel": kernel,
+                "puzzles": [[p.id, p.name, p.points] for p in puzzles],
+                "per_student_puzzles": puzzles_for is not None, "sandbox": sandbox}
+    fresh = secrets.token_hex(16)
+    book = (Journal.open(path_for(out), settings, fresh_seed=fresh)
+            if out is not None and journal else None)
+    seed = book.settings["seed"] if book is not None else (settings["seed"] or fresh)
     run = _Run(cell_timeout=cell_timeout, timeout=timeout, seed=seed, kernel=kernel,
-               puzzles=puzzles, sandbox=sandbox, limits=limits or _sandbox.Limits(),
-               questions_for=questions_for, jobs=jobs)
+               puzzles=puzzles, sandbox=sandbox, limits=limits, questions_for=questions_for,
+               jobs=jobs, chapter=chapter, cgroups=cgroups, puzzles_for=puzzles_for)
     rows: dict[str, Row] = {}
 
     def one(path: Path) -> Row:
         rel = path.relative_to(root).as_posix()
         student = _subs.student_id(rel, pattern)
+        sha = digest(path) if book is not None else ""
+        kept = book.reuse(rel, sha) if book is not None else None
+        if kept is not None:
+            return kept
         try:
-            return run.grade_one(path, _subs.clean_path(rel), student)
+            row = run.grade_one(path, _subs.clean_path(rel), student)
         except Exception as exc:  # never lose a row to a grader bug
             if run.stopped:
                 return _plain_row(run, rel, student, NOT_GRADED, INTERRUPTED)
-            return _plain_row(run, rel, student, CRASHED,
-                              f"grader error: {type(exc).__name__}: {exc}")
+            row = _plain_row(run, rel, student, CRASHED,
+                             f"grader error: {type(exc).__name__}: {exc}")
+        if book is not None and not run.stopped:
+            book.record(rel, sha, row)
+        return row
 
     pool = ThreadPoolExecutor(max_workers=min(jobs, len(paths)))
     futures = {pool.submit(one, p): p for p in paths}
@@ -140,23 +201,46 @@ def grade(submissions, *, chapter=None, out=None, feedback=None, jobs: int | Non
                     rows[str(path)] = _plain_row(run, rel, _subs.student_id(rel, pattern),
                                                  NOT_GRADED, INTERRUPTED)
         grades = _collect(chapter, paths, rows, seed)
+        if book is not None:
+            book.close(remove=False)  # the next run resumes from it
         if out is not None:
-            grades.write(out, feedback=feedback)
+            output.write_all(grades, out, feedback)
         raise
     pool.shutdown()
     grades = _collect(chapter, paths, rows, seed)
     if out is not None:
-        grades.write(out, feedback=feedback)
+        output.write_all(grades, out, feedback)
+    if book is not None:
+        book.close(remove=True)
     return grades
+
+
+def _fit_memory(limits: _sandbox.Limits, jobs: int) -> _sandbox.Limits:
+    """``limits`` with each sandbox's memory cut to what the grader's own cap (a container's
+    ``--memory``) leaves for ``jobs`` sandboxes; ValueError when that is too little."""
+    from dataclasses import replace
+
+    found, _ = _cgroups.hierarchy()
+    cap = found.limit_bytes() if found is not None else None
+    if cap is None:
+        return limits
+    spare = cap // 2**20 - GRADER_BASE_MIB - GRADER_PER_JOB_MIB * jobs
+    each = spare // jobs
+    if each < MIN_RAM_MIB:
+        raise ValueError(f"jobs={jobs}: the grader's memory cap ({cap // 2**20} MiB) leaves "
+                         f"{max(each, 0)} MiB for each of {jobs} sandboxes, below the "
+                         f"{MIN_RAM_MIB} MiB a notebook needs; pass fewer --jobs")
+    return replace(limits, ram_mib=min(limits.ram_mib, int(each)))
 
 
 class _Run:
     """The settings of one grading run and the sandboxes it has in flight."""
 
     def __init__(self, *, cell_timeout, timeout, seed, kernel, puzzles, sandbox, limits,
-                 questions_for, jobs):
+                 questions_for, jobs, chapter=None, cgroups=True, puzzles_for=None):
         self.cell_timeout, self.timeout, self.seed, self.kernel = cell_timeout, timeout, seed, kernel
         self.puzzles, self.sandbox, self.limits = puzzles, sandbox, limits
+        self.chapter, self.cgroups, self.puzzles_for = chapter, cgroups, puzzles_for
         self.questions_for = questions_for
         self.slots = _slots(jobs)
         self._lock = threading.Lock()
@@ -167,11 +251,13 @@ class _Run:
     def plan(self, student: str) -> Plan:
         """The student's plan; questions a previous student also had reuse its references."""
         questions = tuple(self.questions_for(student))
-        key = tuple(map(id, questions))
+        puzzles = (tuple(self.puzzles_for(student)) if self.puzzles_for is not None
+                   else self.puzzles)
+        key = (tuple(map(id, questions)), puzzles)
         with self._lock:
             if key in self._plans:
                 return self._plans[key][0]
-        plan = Plan.make(questions, self.seed, self.puzzles)
+        plan = Plan.make(questions, self.seed, puzzles)
         with self._lock:  # keep the questions alive with the plan, so their ids stay theirs
             self._plans.setdefault(key, (plan, questions))
         return plan
@@ -185,25 +271,36 @@ class _Run:
         cells, problem = _subs.read_notebook(path)
         if problem:
             return make_row(plan, file, student, None, INVALID, problem)
+        named = _subs.notebook_chapter(path)
+        if self.chapter is not None and named is not None and named != self.chapter:
+            return make_row(plan, file, student, None, INVALID,
+                            f"its metadata says chapter {named:02d}; this run grades chapter "
+                            f"{self.chapter:02d} (grade it with that chapter's run)")
         work_plan = plan.worker_plan(cells, cell_timeout=self.cell_timeout, kernel=self.kernel)
+        report = Report.start(plan, len(cells))
         with self.slots() as uid:
-            proc = _sandbox.Process([sys.executable, "-I", "-m", "gpu_lessons.grading.worker"],
+            proc = _sandbox.Process(_sandbox.python_module("gpu_lessons.grading.worker"),
                                    sandbox=self.sandbox, limits=self._limits(), uid=uid,
-                                   files={"submission.ipynb": path})
+                                   files={"submission.ipynb": path}, cgroup=self.cgroups,
+                                   on_line=report.feed)
             outcome = self._run(proc, work_plan)
             if self._stopped:  # killed by Ctrl-C, not by its own doing
                 raise RuntimeError("grading was interrupted")
-            report = Report.read(outcome.lines, plan, len(cells))
+            for at, line in outcome.lines:  # a Process without on_line kept them
+                if report.feed(at, line):
+                    break
             status, reason = status_and_reason(report, outcome, self.cell_timeout, self.timeout,
-                                               self.limits.processes)
+                                               self.limits.processes, self.limits.ram_mib)
             if plan.puzzles and not report.invalid and not outcome.overflow:
                 from .puzzle_eval import evaluate_kernels
 
                 evaluate_kernels(plan, report, sandbox=self.sandbox, limits=self._limits(),
-                                 uid=uid)
+                                 uid=uid, cgroup=self.cgroups,
+                                 seed=puzzle_seed(self.seed, self.chapter, student))
                 if report.invalid:
                     status, reason = status_and_reason(report, outcome, self.cell_timeout,
-                                                       self.timeout, self.limits.processes)
+                                                       self.timeout, self.limits.processes,
+                                                       self.limits.ram_mib)
         return make_row(plan, file, student, report, status, reason)
 
     def _limits(self) -> _sandbox.Limits:

@@ -51,6 +51,7 @@ from functools import cache
 from pathlib import Path
 
 from .._format import binary_bytes
+from . import cgroups, seccomp
 
 BWRAP = "/usr/bin/bwrap"
 #: The sandbox's work folder (and HOME) inside it.
@@ -77,9 +78,20 @@ class Limits:
     needs about 1 GiB of it, most never touched); ``processes`` caps the tasks (processes and
     threads) of the sandbox's user; ``file_mib`` the size of any file written; ``cpu_s`` each
     process's CPU time; ``tmp_mib``/``work_mib`` the two tmpfs folders (their pages are RAM).
+    ``ram_mib`` caps the memory of the whole sandbox, every process together, in its control
+    group (:mod:`~gpu_lessons.grading.cgroups`): anonymous memory, page cache, tmpfs and memfd
+    pages, with no swap; ``processes`` is also the group's ``pids.max``.
     """
 
+    def __post_init__(self):
+        for name in ("memory_mib", "ram_mib", "processes", "file_mib", "cpu_s", "open_files",
+                     "tmp_mib", "work_mib"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"Limits.{name}={value!r}: expected a whole number >= 1")
+
     memory_mib: int = 4096
+    ram_mib: int = 1536
     processes: int = 256
     file_mib: int = 64
     cpu_s: int = 900
@@ -111,23 +123,43 @@ def _unavailable() -> str:
     for tool in ("prlimit", *(("setpriv",) if os.geteuid() == 0 else ())):
         if _tool(tool) is None:
             return f"{tool} (util-linux) is missing"
+    why = seccomp.unavailable()
+    if why:
+        return f"no system-call filter can be made: {why}"
     # The very command a submission gets (an old bwrap without --size fails here, not later).
     info_r, info_w = os.pipe()
+    filter_fd = seccomp_fd()
     try:
         cmd = bwrap_command([sys.executable, "-I", "-c", "pass"], limits=Limits(),
                             uid=uid_range()[-1] if os.geteuid() == 0 else None, env={},
-                            files={}, info_fd=info_w)
+                            files={}, info_fd=info_w, seccomp_fd=filter_fd)
         probe = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
-                               pass_fds=(info_w,))
+                               pass_fds=(info_w, filter_fd))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap does not start: {exc}"
     finally:
-        os.close(info_w)
-        os.close(info_r)
+        for fd in (info_w, info_r, filter_fd):
+            os.close(fd)
     if probe.returncode != 0:
         why = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         return f"bubblewrap cannot make a sandbox here ({why[0][:200]})"
     return ""
+
+
+def seccomp_fd() -> int:
+    """A descriptor, at offset 0, holding the seccomp program (``bwrap --seccomp`` reads it)."""
+    r, w = os.pipe()
+    data = seccomp.program()
+    try:
+        os.write(w, data)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(w)
+    return r
+
+
+def containment_unavailable() -> str:
+    """Why a sandbox cannot get a control group of its own here ("" when it can)."""
+    return cgroups.hierarchy()[1]
 
 
 def _tool(name: str) -> str | None:
@@ -189,10 +221,29 @@ def _readonly_args() -> list[str]:
     return args
 
 
+def package_parent() -> str:
+    """The folder holding the ``gpu_lessons`` the grader runs (bound read-only in every
+    sandbox: only the package itself is visible there)."""
+    import gpu_lessons
+
+    return os.path.dirname(os.path.dirname(os.path.realpath(gpu_lessons.__file__)))
+
+
+def python_module(module: str) -> list[str]:
+    """``python -I -m module``, importing the grader's own ``gpu_lessons`` (not whichever an
+    editable install's finder would name): isolated mode ignores ``PYTHONPATH``."""
+    boot = (f"import runpy, sys; sys.path.insert(0, {package_parent()!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-I", "-c", boot]
+
+
 def _sandbox_env(env: dict[str, str]) -> dict[str, str]:
-    """The whole environment inside: nothing of the grader's own (tokens, paths) leaks in."""
+    """The whole environment inside: nothing of the grader's own (tokens, paths) leaks in.
+    ``PYTHONPATH`` names the grader's package, so a notebook's kernel imports the same
+    ``gpu_lessons`` the grader judges it with."""
     bin_dir = os.path.dirname(sys.executable)
     base = {
+        "PYTHONPATH": package_parent(),
         "HOME": WORK, "USER": "student", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
         "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
         "TMPDIR": "/tmp", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime",
@@ -209,14 +260,17 @@ def _sandbox_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def bwrap_command(argv: list[str], *, limits: Limits, uid: int | None, env: dict[str, str],
-                  files: dict[str, int], info_fd: int) -> list[str]:
+                  files: dict[str, int], info_fd: int, seccomp_fd: int | None = None
+                  ) -> list[str]:
     """The full ``bwrap ... -- prlimit ... -- setpriv ... -- argv`` command line.
 
     ``files`` maps a path under :data:`WORK` to an open file descriptor whose contents are
-    copied there; ``uid`` is the user to switch to (None: stay, for a grader that is not root).
+    copied there; ``uid`` is the user to switch to (None: stay, for a grader that is not root);
+    ``seccomp_fd`` holds the system-call filter (:mod:`~gpu_lessons.grading.seccomp`).
     """
     mib = 1024 * 1024
-    cmd = [BWRAP, *_namespace_args(), "--info-fd", str(info_fd), *_system_args(),
+    filtering = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+    cmd = [BWRAP, *_namespace_args(), "--info-fd", str(info_fd), *filtering, *_system_args(),
            "--proc", "/proc", "--dev", "/dev",
            "--perms", "1777", "--size", str(limits.tmp_mib * mib), "--tmpfs", "/tmp",
            "--perms", "0777", "--size", str(limits.work_mib * mib), "--tmpfs", WORK,
@@ -249,6 +303,8 @@ class Outcome:
     overflow: str  # "" or why some output was dropped
     seconds: float
     tasks: int | None = None  # processes + threads its user had when it ended (root only)
+    oom_kills: int = 0        # processes the kernel killed for going over ``ram_mib``
+    memory_peak: int | None = None  # bytes its control group held at most
 
 
 def uid_range(pid: int | None = None) -> range:
@@ -289,9 +345,13 @@ class Process:
 
     def __init__(self, argv: list[str], *, sandbox: bool = True, limits: Limits = Limits(),
                  uid: int | None = None, env: dict[str, str] | None = None,
-                 files: dict[str, Path] | None = None, max_line: int = 8 * 2**20,
-                 max_total: int = 64 * 2**20, log_bytes: int = 2000):
+                 files: dict[str, Path] | None = None, max_line: int = 1 * 2**20,
+                 max_total: int = 16 * 2**20, log_bytes: int = 2000, cgroup: bool = True,
+                 on_line=None):
         self.argv, self.sandbox, self.limits, self.uid = argv, sandbox, limits, uid
+        self.cgroup = cgroup and sandbox
+        self.on_line = on_line
+        self._group: cgroups.Group | None = None
         self.env, self.files = dict(env or {}), dict(files or {})
         self.max_line, self.max_total, self.log_bytes = max_line, max_total, log_bytes
         self._proc: subprocess.Popen | None = None
@@ -317,7 +377,7 @@ class Process:
                 os.close(fd)
         writer = threading.Thread(target=_feed, args=(self._proc.stdin, stdin), daemon=True)
         writer.start()
-        reader = _Reader(self.max_line, self.max_total, self.log_bytes, start)
+        reader = _Reader(self.max_line, self.max_total, self.log_bytes, start, self.on_line)
         timed_out, tasks = False, None
         try:
             timed_out = reader.pump(self._proc, {result_r: "result", info_r: "info",
@@ -335,8 +395,13 @@ class Process:
             writer.join(timeout=5)
             if self._scratch:
                 shutil.rmtree(self._scratch, ignore_errors=True)
+            oom, peak = 0, None
+            if self._group is not None:
+                oom, peak = self._group.oom_kills(), self._group.peak_bytes()
+                self._group.remove()
         return Outcome(self._proc.returncode, timed_out, tuple(reader.lines), reader.log_tail(),
-                       reader.overflow, time.monotonic() - start, tasks)
+                       reader.overflow, time.monotonic() - start, tasks, oom,
+                       peak)
 
     def _start(self, result_w: int, info_w: int, opened: list[int]) -> subprocess.Popen:
         """Start the command; its last argument is the number of its result descriptor."""
@@ -349,14 +414,25 @@ class Process:
                 fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
                 opened.append(fd)
                 fds[f"{WORK}/{dest}"] = fd
+            filter_fd = seccomp_fd()
+            opened.append(filter_fd)
             cmd = bwrap_command(argv, limits=self.limits, uid=self.uid,
-                                env={**self.env, **marker, **work}, files=fds, info_fd=info_w)
-            env, cwd, keep = {"PATH": "/usr/bin:/bin"}, "/", (result_w, info_w, *fds.values())
+                                env={**self.env, **marker, **work}, files=fds, info_fd=info_w,
+                                seccomp_fd=filter_fd)
+            if self.cgroup:
+                found, why = cgroups.hierarchy()
+                if found is None:
+                    raise RuntimeError(f"no control group for the sandbox: {why}")
+                self._group = found.create(self.limits.ram_mib, self.limits.processes)
+                cmd = cgroups.enter_argv(self._group, cmd)
+            env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
+            keep = (result_w, info_w, filter_fd, *fds.values())
         else:  # --no-sandbox: a plain child process in a throw-away folder
             self._scratch = tempfile.mkdtemp(prefix="gpu-lessons-grade-")
             for dest, src in self.files.items():
                 shutil.copyfile(src, os.path.join(self._scratch, dest))
-            env = {**os.environ, **self.env, **marker, "HOME": self._scratch,
+            env = {**os.environ, "PYTHONPATH": package_parent(), **self.env, **marker,
+                   "HOME": self._scratch,
                    WORK_VARIABLE: self._scratch}
             cmd, cwd, keep = argv, self._scratch, (result_w,)
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
@@ -380,6 +456,8 @@ class Process:
             self._pidfd = None
         if proc is None:
             return
+        if self._group is not None:  # the whole group at once, whatever it holds
+            self._group.kill()
         if self.sandbox:
             if pidfd is not None:  # the PID namespace's init: its death ends the namespace
                 with contextlib.suppress(OSError):
@@ -444,9 +522,14 @@ class _Reader:
     """Reads a sandbox's pipes without trusting them: bounded lines, a bounded total, and a
     bounded tail of its log.  Never blocks past the deadline."""
 
-    def __init__(self, max_line: int, max_total: int, log_bytes: int, start: float):
+    def __init__(self, max_line: int, max_total: int, log_bytes: int, start: float,
+                 on_line=None):
         self.max_line, self.max_total, self.log_bytes = max_line, max_total, log_bytes
         self.start = start
+        #: ``on_line(seconds, line)`` consumes each line as it arrives (none are kept); it
+        #: returns a text to stop reading (the rest is tampering), or None.
+        self.on_line = on_line
+        self.stopped = ""
         self.lines: list[tuple[float, bytes]] = []
         self.overflow = ""
         self._buf = bytearray()
@@ -468,6 +551,8 @@ class _Reader:
             now = time.monotonic()
             if now >= deadline:
                 return True
+            if self.stopped:
+                return False
             if proc.poll() is not None:
                 exited_at = exited_at or now
                 # Every writer is gone once the sandbox is; a pipe still open a second
@@ -531,7 +616,13 @@ class _Reader:
             if len(line) > self.max_line:
                 self.overflow = self.overflow or f"a result line over {binary_bytes(self.max_line, 'g')}"
                 continue
-            self.lines.append((time.monotonic() - self.start, line))
+            if self.stopped:
+                continue
+            at = time.monotonic() - self.start
+            if self.on_line is None:
+                self.lines.append((at, line))
+            else:
+                self.stopped = self.on_line(at, line) or ""
 
     def log_tail(self) -> str:
         return bytes(self._log).decode("utf-8", "replace")

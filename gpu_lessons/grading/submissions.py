@@ -2,7 +2,8 @@
 
 A submitted file is untrusted: it is read at most :data:`MAX_NOTEBOOK` bytes, its JSON
 nesting is capped, symbolic links are not followed, and only the source of its code cells is
-kept (outputs and metadata are dropped before anything runs).
+kept (outputs and metadata are dropped before anything runs).  Hard links are refused like
+symbolic links: a hard link in a submission archive names a file of someone else's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ DEFAULT_ID_PATTERN = r"^(?:([^/]+)/.*|([^/_]+)(?:_[^/]*)?\.ipynb)$"
 MAX_NOTEBOOK = 32 * 2**20
 #: Deepest JSON nesting a notebook may have (a notebook's own structure is about 8 deep).
 MAX_NOTEBOOK_DEPTH = 64
+#: Most cells a notebook may have (an exercise notebook has about 60).
+MAX_CELLS = 2000
 
 
 def find_submissions(folder) -> list[Path]:
@@ -64,18 +67,26 @@ def clean_path(rel: str) -> str:
 
 
 def read_notebook(path: Path) -> tuple[list[str], str]:
-    """The notebook's code cells (source text), and "" — or ``[]`` and why it cannot be graded."""
+    """The notebook's code cells (source text), and "" — or ``[]`` and why it cannot be graded.
+
+    Bounded before anything costly: the bytes (:data:`MAX_NOTEBOOK`), the cells
+    (:data:`MAX_CELLS`, counted in the raw bytes before parsing: 336k empty cells would cost
+    the grader 870 MiB and 20 s to parse), the nesting (:data:`MAX_NOTEBOOK_DEPTH`)."""
     try:
         if path.is_symlink():
             return [], "the file is a symbolic link (not followed)"
         with _open_regular(path) as f:
             raw = f.read(MAX_NOTEBOOK + 1)
+    except HardLink:
+        return [], "the file has other hard links (not followed, like a symbolic link)"
     except NotRegular:
         return [], "not a regular file (a pipe, a device or a socket named .ipynb)"
     except OSError as exc:
         return [], f"cannot read the file: {type(exc).__name__}"
     if len(raw) > MAX_NOTEBOOK:
         return [], f"the file is larger than {MAX_NOTEBOOK // 2**20} MiB"
+    if raw.count(b'"cell_type"') > MAX_CELLS:
+        return [], f"the notebook has more than {MAX_CELLS} cells"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -90,40 +101,63 @@ def read_notebook(path: Path) -> tuple[list[str], str]:
         return [], f"not a notebook: JSON nested deeper than {MAX_NOTEBOOK_DEPTH} levels"
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         return [], "not a Jupyter notebook (no list of cells)"
-    try:
-        import nbformat
+    if len(data["cells"]) > MAX_CELLS:
+        return [], f"the notebook has more than {MAX_CELLS} cells"
+    cells = data["cells"]
+    if data.get("nbformat") != 4:  # an older format: let nbformat convert it
+        try:
+            import nbformat
 
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as exc:
-        return [], clean(f"not a readable notebook: {type(exc).__name__}: {exc}", 200)
-    if not all(isinstance(c, dict) and "source" in c for c in nb.cells):
+            cells = nbformat.reads(text, as_version=4).cells
+        except Exception as exc:
+            return [], clean(f"not a readable notebook: {type(exc).__name__}: {exc}", 200)
+    if not all(isinstance(c, dict) and "source" in c for c in cells):
         return [], "not a Jupyter notebook (a cell has no source)"
-    code = [_text(c.get("source", "")) for c in nb.cells if c.get("cell_type") == "code"]
+    code = [_text(c.get("source", "")) for c in cells if c.get("cell_type") == "code"]
     return code, ""
 
 
+def notebook_chapter(path: Path) -> int | None:
+    """The chapter a notebook's metadata names (``gpu_lessons.chapter``), normalised: ``5``,
+    ``"05"`` and ``" 5 "`` are all 5.  None when it names none, or nothing readable."""
+    from ..questions import chapter_number
+
+    try:
+        if path.is_symlink():
+            return None
+        with _open_regular(path) as f:
+            raw = f.read(MAX_NOTEBOOK + 1)
+        if len(raw) > MAX_NOTEBOOK or raw.count(b'"cell_type"') > MAX_CELLS:
+            return None
+        value = json.loads(raw.decode("utf-8"))["metadata"]["gpu_lessons"]["chapter"]
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            return None
+        return chapter_number(value.strip() if isinstance(value, str) else value)
+    except Exception:  # unreadable, not JSON, no such key, not a chapter: no chapter
+        return None
+
+
 def chapter_from(paths) -> int:
-    """The chapter all notebooks' metadata agree on (``metadata.gpu_lessons.chapter``)."""
-    seen = set()
-    for p in paths:
-        try:
-            if p.is_symlink():
-                continue
-            with _open_regular(p) as f:
-                data = json.loads(f.read(MAX_NOTEBOOK).decode("utf-8"))
-            seen.add(data["metadata"]["gpu_lessons"]["chapter"])
-        except Exception:  # unreadable, not JSON, no such key: it does not vote
-            continue
-    seen = {c for c in seen if isinstance(c, (int, str)) and not isinstance(c, bool)}
-    if len(seen) != 1:
-        shown = sorted(clean(c, 20) for c in seen)[:5] or "none"
+    """The chapter most notebooks' metadata names (``metadata.gpu_lessons.chapter``, normalised
+    by :func:`notebook_chapter`).  A notebook naming another chapter, or none, does not stop
+    the run: the grader reports that notebook alone.  Without a clear majority, ValueError."""
+    from collections import Counter
+
+    votes = Counter(c for c in map(notebook_chapter, paths) if c is not None)
+    ranked = votes.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        shown = ", ".join(f"{c:02d} ({n})" for c, n in sorted(votes.items())) or "none"
         raise ValueError(f"chapter: pass --chapter N; the notebooks' metadata "
-                         f"(gpu_lessons.chapter) name {shown}")
-    return seen.pop()
+                         f"(gpu_lessons.chapter) names no single chapter most often: {shown}")
+    return ranked[0][0]
 
 
 class NotRegular(OSError):
     """A submission path that is not a regular file."""
+
+
+class HardLink(NotRegular):
+    """A submission file with more than one name: a link to a file it does not own."""
 
 
 def _open_regular(path: Path):
@@ -133,8 +167,11 @@ def _open_regular(path: Path):
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise NotRegular(f"{path} is not a regular file")
+        if info.st_nlink > 1:
+            raise HardLink(f"{path} has {info.st_nlink} names")
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

@@ -32,8 +32,8 @@ from pathlib import Path
 
 #: Largest probe file read back (a probe's answers for one question).
 MAX_PROBE_FILE = 16 * 2**20
-#: Largest answer passed on: the grader refuses result lines over 8 MiB as tampering.
-MAX_ANSWER = 4 * 2**20
+#: Largest answer passed on: the grader refuses result lines over 1 MiB as tampering.
+MAX_ANSWER = 512 * 2**10
 
 
 class Reporter:

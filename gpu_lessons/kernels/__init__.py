@@ -15,6 +15,8 @@ True
 
 The parts, each a module of its own:
 
+* :mod:`~gpu_lessons.kernels.constructs` — each construct of the kernel language defined once:
+  its Python, its CUDA C, its meaning (the tables of ``docs/kernel_language.md``);
 * :mod:`~gpu_lessons.kernels.lang` — the kernel language: the one syntax walk that decides what a
   kernel may use (:func:`validate`) and refuses the rest with its line, its reason and the form
   that works;

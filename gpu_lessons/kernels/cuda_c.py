@@ -34,10 +34,15 @@ Translation rules
 * **Integers are 32-bit.**  The simulator computes thread indices in int64; CUDA code computes
   them in ``int`` (and so does every hand-written kernel of the course), so index arithmetic is as
   fast as it should be.  Arrays of 2**31 elements or more are refused.  Arrays of int64 stay
-  ``long long``.  ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are unsigned in CUDA and
-  signed (Python ints) in the simulator; the translation casts them to ``int`` wherever the sign
-  could matter (a comparison, a division, an index, a conversion to float) and the value is not
-  known to be non-negative.
+  ``long long``, and so does everything computed from an ``np.int64`` value
+  (``i = np.int64(t.block_idx.x) * t.block_dim.x + t.thread_idx.x`` is a ``long long``, the
+  form for indices past 2**31).  A 32-bit product or sum that overflows at run time is undefined
+  behaviour in C++ (C++ [expr.pre]: not "wraps"), and the simulator, in 64 bits, cannot show it;
+  the header says so.  ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are unsigned in CUDA
+  and signed (Python ints) in the simulator: they stay as written while every value computed from
+  them is known to be >= 0, and are cast to ``int`` before any operation whose result or other
+  operand can be negative (``(int)threadIdx.x - 5``, ``(int)threadIdx.x > n``), where C's usual
+  arithmetic conversions would compute in unsigned.
 * **Types follow NumPy.**  Each expression's type is the one NumPy gives the simulator
   (NEP 50: Python numbers are "weak" and take the array's type), worked out by asking NumPy
   itself on stand-in values.  So ``x[i] * 2.0`` is ``float`` arithmetic with the literal written
@@ -52,11 +57,19 @@ Translation rules
   (``py_floordiv``, ``py_mod``; the float versions follow NumPy's ``npy_divmod``) unless both
   sides are known to be non-negative (thread indices, sizes, loop counters over non-negative
   ranges), where C's operators give the same answer and are used as they are.
-* **Control flow.**  ``with t.if_(c):``/``with t.else_():`` → ``if (c) { } else { }``;
+* **Control flow.**  Plain ``if``/``elif``/``else`` and ``while``, on per-lane or warp-wide
+  conditions, are C's ``if``/``else if``/``else`` and ``while``; ``break``, ``continue`` and
+  ``return`` inside them are C's (per thread).  ``for v in (16, 8, 4, 2, 1):`` is a loop over a
+  constant array under ``#pragma unroll``.  ``and``/``or``/``not`` are ``&&``/``||``/``!``
+  (short-circuit, on conditions); ``a < b < c`` is ``a < (cmp = b) && cmp < c`` (``b`` once);
+  ``a if c else b`` is ``c ? a : b`` (lazy; per lane typed as ``np.where``); ``a, b = e1, e2``
+  assigns through ``a_new`` where a later value reads an earlier name.  The older forms:
+  ``with t.if_(c):``/``with t.else_():`` → ``if (c) { } else { }``;
   ``for _ in t.while_(lambda: c):`` → ``while (c) { }``; ``t.return_if(c)`` →
   ``if (c) return;``; ``t.where(c, a, b)`` → ``c ? a : b``; ``for i in range(a, b, s)`` →
-  ``for (int i = a; i < b; i += s)``; Python ``if``/``while`` on warp-uniform values stay
-  ``if``/``while``.  Logical ``&``, ``|``, ``~`` on conditions become ``&&``, ``||``, ``!``.
+  ``for (int i = a; i < b; i += s)``.  Logical ``&``, ``|``, ``~`` on conditions become
+  ``&&``, ``||``, ``!``.  ``min``/``max``/``abs`` of lanes are ``np.minimum``/``np.maximum``/
+  ``np.absolute``; ``math.f`` is ``np.f`` (``sqrtf``, ``floorf``, ... for float32).
   A variable is declared in the innermost block that holds all its uses, with the type NumPy
   gives it (a variable that starts as a Python number and later holds float32 values is a
   ``float`` from the start, as ``float acc = 0.0f;``).
@@ -72,8 +85,12 @@ Translation rules
   for the element types CUDA has them for (:data:`gpu_lessons.kernels.simt.ATOMIC_DTYPES`: no float
   ``atomicMax``, no 64-bit signed ``atomicAdd``; the simulator refuses the others too).
   ``t.shfl_down/up/xor/idx`` → ``__shfl_down_sync/__shfl_up_sync/__shfl_xor_sync/
-  __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane named in the mask
-  (here all 32) must execute the call, as the simulator's notes warn.
+  __shfl_sync(0xffffffff, v, x)`` (Guide, "Warp Shuffle Functions"): every lane named in the
+  mask (all 32) must execute the call.  The offset, lane mask or source lane is passed through
+  unchanged: the hardware uses its low 5 bits (PTX ISA, ``shfl.sync``: ``bval[4:0]``).
+* **FP64.**  Every line that computes in double is named in the header (``// computes in FP64
+  (double) on lines ...``), with FP64's rate (1/2 of FP32 on an H200, 1/64 on consumer GPUs) and
+  the float32 forms.
 * **Rounding.**  Compile with ``-fmad=false`` (:data:`EXACT_OPTIONS`, what :func:`run_on_gpu`
   does by default) and ``+ - * /`` and ``sqrt`` give bit-identical results to NumPy: CUDA's
   defaults are IEEE-rounded division and square root, and without ``-fmad=false`` the compiler
@@ -83,10 +100,11 @@ Translation rules
   Sums in a different order (atomics, a different reduction tree) round differently.
 * **What is refused** (:class:`~gpu_lessons.kernels.lang.KernelLanguageError` naming the
   construct and line, never a silently different kernel): everything outside the kernel
-  language, and what the simulator would also reject when it runs: a per-lane value steering a
-  Python ``if``/``while``/``range``/``and``, a plain Python value assigned inside ``t.if_``
-  (Python runs that body for every warp, whatever the lanes), a variable that changes type,
-  arrays of float16 or complex numbers.  ``print(...)`` runs in the simulator only: the CUDA
+  language, and what the simulator would also reject when it runs: a per-lane ``range()`` bound,
+  a per-lane number as an operand of ``and``/``or``/``not``, a warp-wide conditional expression
+  whose arms differ in type, a plain Python value assigned inside ``t.if_`` (Python runs that
+  body for every warp, whatever the lanes), a variable that changes type, arrays of float16 or
+  complex numbers.  ``print(...)`` runs in the simulator only: the CUDA
   source shows it as a comment.
 """
 
@@ -183,7 +201,22 @@ def to_cuda(kernel, *args) -> CudaSource:
                 note = f", flattened row-major: {p.name}[{idx}] is {p.cname}[{flat}]"
             header.append(f"//   {p.name}: {p.dtype}[{shape}] -> {'' if p.written else 'const '}"
                           f"{p.ctype}*{note}")
-    header.append("// Integers (indices, Python ints) are 32-bit int; Python floats are double.")
+    header.append("// Integers (indices, Python ints) are 32-bit int; Python floats are double. A 32-bit")
+    header.append("// product or sum that overflows is undefined behaviour in C++ (the simulator, in 64")
+    header.append("// bits, does not overflow): for indices past 2**31 write")
+    header.append("// i = np.int64(t.block_idx.x) * t.block_dim.x + t.thread_idx.x (a long long).")
+    header.append("// threadIdx/blockIdx/blockDim/gridDim are unsigned: (int) where a value can be "
+                  "negative.")
+    if tr.fp64:
+        lines = sorted(tr.fp64)
+        where = ", ".join(str(n) for n in lines)
+        first = tr.fp64[lines[0]]
+        header.append(f"// computes in FP64 (double) on line{'s' if len(lines) > 1 else ''} "
+                      f"{where}: {first}{' ...' if len(lines) > 1 else ''};")
+        header.append("// FP64 runs at 1/2 of FP32's rate on an H200 and 1/64 on consumer GPUs; "
+                      "write")
+        header.append("// t.local(0.0, np.float32) or acc = 0.0 then acc += x[i] for float "
+                      "arithmetic.")
     header.append("// Compile with -fmad=false for results bit-identical to the simulator's "
                   "(NumPy rounds")
     header.append("// a * b + c twice; a fused multiply-add rounds once).")

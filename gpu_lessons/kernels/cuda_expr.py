@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .constructs import MATH_C, NP_DTYPES
 from .cuda_structure import (
     _structure,
 )
@@ -48,6 +49,7 @@ from .cuda_types import (
     _helper_ipow,
     _helper_minmax,
     _helper_mod,
+    _int,
     _literal,
     _result_ty,
     _signed,
@@ -55,10 +57,24 @@ from .cuda_types import (
     _ty_of_value,
     _wide,
 )
-from .lang import NP_DTYPES, Kernel, KernelLanguageError
+from .lang import Kernel, KernelLanguageError
 from .simt.lanes import ATOMIC_DTYPES
 
 # -- the translator ------------------------------------------------------------------------------
+
+def _plain(node) -> bool:
+    """A value C may read twice at no cost: a name, a number, a built-in like t.thread_idx.x."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    return isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute))
+
+
+def _snippet(node) -> str:
+    text = re.sub(r"#\d*", "", ast.unparse(node))
+    return text if len(text) <= 40 else text[:37] + "..."
+
 
 class _Unknown(Exception):
     """A variable's type is not known yet (the type inference runs again)."""
@@ -94,6 +110,10 @@ class _Exprs:
         self.loop_vars: set[str] = set()
         self.inferring = True
         self.changed = self.pending = False
+        self.temps: list[tuple[str, str]] = []     # (C type, name) to declare before the line
+        self.node_names: dict[tuple[int, str], str] = {}
+        self.fp64: dict[int, str] = {}             # learner's line -> its text, computed in FP64
+        self.lane_ctl = 0    # plain if/while (and loops left per lane) on per-lane values
 
     # -- errors --
     def refuse(self, node, construct: str, why: str):
@@ -106,6 +126,18 @@ class _Exprs:
         where = f"line {line}: " if line is not None else ""
         raise KernelLanguageError(f"{where}`{snippet}` cannot be translated to CUDA: {why}",
                                   construct=construct, lineno=line)
+
+    def cname_for(self, node, base: str) -> str:
+        """One C name per syntax node and purpose, the same in every pass."""
+        key = (id(node), base)
+        if key not in self.node_names:
+            self.node_names[key] = self.cname(base)
+        return self.node_names[key]
+
+    def note_fp64(self, node, cty: str, const=None):
+        """Remember that ``node``'s line computes in double (the header says so)."""
+        if cty == "double" and const is None and not self.inferring and hasattr(node, "lineno"):
+            self.fp64.setdefault(self.k.lineno(node), self.py_line(node))
 
     def cname(self, name: str) -> str:
         c = name
@@ -301,9 +333,12 @@ class _Exprs:
             text = f"{_to(a, 'int').wrap(prec)} {sym} {_to(b, 'int').wrap(prec + 1)}"
             return E(f"(bool)({text})", P_UNARY, r, "bool", True, const, effect)
         T = r.ctype
+        self.note_fp64(node, T, const)
         if op_type is ast.Pow:
             return self.power(node, a, b, r, const)
         nonneg = self.nonneg_of(op_type, a, b)
+        if not nonneg:   # a result that can be negative is computed in signed arithmetic
+            a, b = _int(a), _int(b)
         if op_type in (ast.FloorDiv, ast.Mod):
             # C's / and % truncate toward zero: the same as Python's only when both sides are
             # >= 0 (or unsigned); otherwise Python's rounding toward -infinity needs a helper
@@ -372,10 +407,9 @@ class _Exprs:
     def x_UnaryOp(self, e):
         a = self.expr(e.operand)
         if isinstance(e.op, ast.Not):
-            if a.ty.lanes:
-                self.refuse(e, "not on lanes", "`not` needs one truth value; for a per-lane "
-                                               "condition write ~cond")
-            return E(f"!{a.wrap(P_UNARY)}", P_UNARY, Ty("pybool"), "bool", True, None, a.effect)
+            self.condition_operand(e.operand, a, "not")
+            r = Ty("bool", True) if a.ty.lanes else Ty("pybool")
+            return E(f"!{a.wrap(P_UNARY)}", P_UNARY, r, "bool", True, None, a.effect)
         if isinstance(e.op, ast.UAdd):
             return a
         if isinstance(e.op, ast.Invert) and a.ty.is_bool:
@@ -392,29 +426,38 @@ class _Exprs:
         const = None if a.const is None else pyfn(a.const)
         if const is not None and isinstance(e.op, ast.USub) and r.weak:
             return _literal(const, r)
-        x = _to(_signed(a), r.ctype) if r.ctype != a.cty else _signed(a)
-        text = f"{sym}{x.wrap(P_UNARY)}"
+        self.note_fp64(e, r.ctype, const)
+        x = _to(_int(a), r.ctype) if r.ctype != a.cty else _int(a)
+        inner = x.wrap(P_UNARY)
+        text = f"{sym}({inner})" if inner[0] in "-~+" else f"{sym}{inner}"   # not --x
         if r.ctype in _SMALL:
             return E(f"({r.ctype})({text})", P_UNARY, r, r.ctype, False, const)
         return E(text, P_UNARY, r, x.cty if x.cty != "bool" else "int", False, const, a.effect)
 
 
     def x_Compare(self, e):
-        ops = list(zip(e.ops, [e.left, *e.comparators][:-1], e.comparators, strict=True))
-        parts = []
-        lanes = False
-        for op, left, right in ops:
-            a, b = self.expr(left), self.expr(right)
-            lanes = lanes or a.ty.lanes or b.ty.lanes
-            parts.append(self.compare(e, op, a, b))
-        if len(parts) > 1:
-            if lanes:
-                self.refuse(e, "chained comparison on lanes",
-                            "a chained comparison is Python's `and`, which needs one truth "
-                            "value; for per-lane values write (a < b) & (b < c)")
-            text = " && ".join(p.wrap(P_LAND + 1) for p in parts)
-            return E(text, P_LAND, Ty("pybool"), "bool", True)
-        return parts[0]
+        nodes = [e.left, *e.comparators]
+        vals = [self.expr(n) for n in nodes]
+        if len(e.ops) == 1:
+            return self.compare(e, e.ops[0], vals[0], vals[1])
+        # a < b < c is (a < b) and (b < c) with b evaluated once: a temporary unless b is a
+        # name, a number or a built-in
+        firsts, seconds = list(vals), list(vals)
+        for k in range(1, len(vals) - 1):
+            if not _plain(nodes[k]):
+                v = vals[k]
+                name = self.cname_for(nodes[k], "cmp")
+                if not self.inferring:
+                    self.temps.append((v.cty, name))
+                firsts[k] = E(f"({name} = {v.text})", P_ATOM, v.ty, v.cty, v.nonneg, None,
+                              v.effect)
+                seconds[k] = E(name, P_ATOM, v.ty, v.cty, v.nonneg)
+        parts = [self.compare(e, op, seconds[k], firsts[k + 1])
+                 for k, op in enumerate(e.ops)]
+        lanes = any(p.ty.lanes for p in parts)
+        text = " && ".join(p.wrap(P_LAND + 1) for p in parts)
+        return E(text, P_LAND, Ty("bool", True) if lanes else Ty("pybool"), "bool", True, None,
+                 any(v.effect for v in vals))
 
     def compare(self, node, op, a: E, b: E) -> E:
         tys = [a.ty, b.ty]
@@ -431,39 +474,76 @@ class _Exprs:
             r = Ty("bool", lanes)
         if a.ty.is_bool and b.ty.is_bool:
             common = "bool"
-        if "unsigned int" in (a.cty, b.cty) and not (a.nonneg and b.nonneg):
-            a, b = _signed(a), _signed(b)
+        if not (a.nonneg and b.nonneg):
+            a, b = _int(a), _int(b)
         if common not in ("bool",):
             a, b = self.operands(a, b, common)
+        if common == "double" and not (a.const is not None and b.const is not None):
+            self.note_fp64(node, "double")
         sym = _CMP[type(op)]
         prec = P_REL if sym in ("<", "<=", ">", ">=") else P_EQ
         return E(f"{a.wrap(prec)} {sym} {b.wrap(prec + 1)}", prec, r, "bool", True, None,
                  a.effect or b.effect)
 
+    def condition_operand(self, node, v: E, word: str):
+        """``and``/``or``/``not`` take conditions: a per-lane operand must be a bool."""
+        if v.ty.is_bool:
+            return
+        snippet = _snippet(node)
+        if v.ty.lanes:
+            self.refuse(node, f"{word} operand",
+                        f"`{word}` combines conditions, and this per-lane value is a "
+                        f"{v.ty.np}, not a bool; compare it: ({snippet} != 0) {word} ..."
+                        if word != "not" else
+                        f"`not` takes a condition, and this per-lane value is a {v.ty.np}, not "
+                        f"a bool; compare it: not ({snippet} != 0), or {snippet} == 0")
+        if word != "not":
+            self.refuse(node, "and/or value", f"`{word}` here combines conditions (comparisons "
+                                              f"or bools): Python's `{word}` of numbers gives "
+                                              f"one of the numbers; write ({snippet} != 0) "
+                                              f"{word} ...")
+
     def x_BoolOp(self, e):
+        word = "and" if isinstance(e.op, ast.And) else "or"
         vals = [self.expr(v) for v in e.values]
         for node, v in zip(e.values, vals, strict=True):
-            if v.ty.lanes:
-                self.refuse(node, "and/or on lanes",
-                            "`and`/`or` need one truth value; for per-lane conditions write "
-                            "(a) & (b) or (a) | (b)")
-            if not v.ty.is_bool:
-                self.refuse(node, "and/or value", "`and`/`or` here combine conditions "
-                                                  "(comparisons or bools)")
-        sym, prec = ("&&", P_LAND) if isinstance(e.op, ast.And) else ("||", P_LOR)
-        text = f" {sym} ".join(v.wrap(prec + 1) for v in vals)
-        return E(text, prec, Ty("pybool"), "bool", True)
+            self.condition_operand(node, v, word)
+        sym, prec = ("&&", P_LAND) if word == "and" else ("||", P_LOR)
+        text = f" {sym} ".join(_to(v, "bool").wrap(prec + 1) for v in vals)
+        lanes = any(v.ty.lanes for v in vals)
+        return E(text, prec, Ty("bool", True) if lanes else Ty("pybool"), "bool", True, None,
+                 any(v.effect for v in vals))
 
     def x_IfExp(self, e):
         c = self.expr(e.test)
-        if c.ty.lanes:
-            self.refuse(e, "conditional on lanes", "`a if cond else b` needs one truth value; "
-                                                   "for per-lane values use t.where(cond, a, b)")
         a, b = self.expr(e.body), self.expr(e.orelse)
+        if c.ty.lanes:   # per lane: NumPy's promotion of both arms, as t.where and np.where
+            return self.select(e, c, a, b)
         r = self.join(e, a.ty, b.ty)
+        if r is None:
+            self.refuse(e, "conditional types",
+                        f"the arms are a {a.ty.text()} and a {b.ty.text()}, so the value's type "
+                        f"would depend on the condition; convert one arm, e.g. "
+                        f"np.float32(...) or float(...)")
+        nonneg = a.nonneg and b.nonneg
+        if not nonneg:
+            a, b = _int(a), _int(b)
         a2, b2 = _to(a, r.ctype), _to(b, r.ctype)
         return E(f"{c.wrap(P_LOR)} ? {a2.wrap(P_COND)} : {b2.wrap(P_COND)}", P_COND, r, r.ctype,
-                 a.nonneg and b.nonneg)
+                 nonneg, None, a.effect or b.effect or c.effect)
+
+    def select(self, node, c: E, a: E, b: E) -> E:
+        """``c ? a : b`` per lane, typed as ``np.where(c, a, b)`` types it."""
+        value = np.where(np.ones(2, bool), a.ty.dummy(), b.ty.dummy())
+        r = Ty(value.dtype.name, True, narrow=value.dtype.name == "int64"
+               and not _wide([a.ty, b.ty]))
+        T = r.ctype
+        nonneg = a.nonneg and b.nonneg
+        if not nonneg:
+            a, b = _int(a), _int(b)
+        c2 = _to(c, "bool") if c.cty != "bool" else c
+        return E(f"{c2.wrap(P_LOR)} ? {_to(a, T).wrap(P_COND)} : {_to(b, T).wrap(P_COND)}",
+                 P_COND, r, T, nonneg, None, a.effect or b.effect or c.effect)
 
     def cond(self, node) -> E:
         c = self.expr(node)
@@ -477,6 +557,8 @@ class _Exprs:
                 return getattr(self, "t_" + f.attr)(e)
             if f.value.id == "np":
                 return self.np_call(e)
+            if f.value.id == "math":
+                return self.math_call(e)
         if isinstance(f, ast.Name):
             return getattr(self, "b_" + f.id)(e)
         self.refuse(e, "call", "not part of the kernel language")
@@ -496,22 +578,35 @@ class _Exprs:
                 return E(f"({a.wrap(P_EQ)} != 0)", P_ATOM, r, "bool", True)
             return _to(a, r.ctype).__class__(*(_to(a, r.ctype).text, P_UNARY, r, r.ctype,
                                               a.nonneg if r.is_int else False, None))
-        fn = getattr(np, name)
-        r = self.result_ty(e, fn, [a.ty for a in args])
-        T = r.ctype
         if name in ("maximum", "minimum", "fmax", "fmin"):
-            a, b = (_to(_signed(x), T) for x in args)
-            if T in _FLOATS:
-                if name.startswith("f"):
-                    fname = name + ("f" if T == "float" else "")
-                else:
-                    fname = f"py_{name}"
-                    self.need(f"{fname}<{T}>", _helper_minmax(T, name))
-                return E(f"{fname}({a.text}, {b.text})", P_ATOM, r, T)
-            fname = "max" if name in ("maximum", "fmax") else "min"
-            return E(f"{fname}({a.text}, {b.text})", P_ATOM, r, T, args[0].nonneg or
-                     args[1].nonneg if fname == "max" else args[0].nonneg and args[1].nonneg)
-        a = args[0]
+            return self.np_minmax(e, name, *args)
+        return self.np_math(e, name, args[0])
+
+    def np_minmax(self, e, name: str, x: E, y: E) -> E:
+        r = self.result_ty(e, getattr(np, name), [x.ty, y.ty])
+        T = r.ctype
+        self.note_fp64(e, T)
+        a, b = (_to(_int(v), T) for v in (x, y))
+        effect = x.effect or y.effect
+        if T in _FLOATS:
+            if name.startswith("f"):
+                fname = name + ("f" if T == "float" else "")
+            else:
+                fname = f"py_{name}"
+                self.need(f"{fname}<{T}>", _helper_minmax(T, name))
+            return E(f"{fname}({a.text}, {b.text})", P_ATOM, r, T, False, None, effect)
+        fname = "max" if name in ("maximum", "fmax") else "min"
+        return E(f"{fname}({a.text}, {b.text})", P_ATOM, r, T, x.nonneg or y.nonneg
+                 if fname == "max" else x.nonneg and y.nonneg, None, effect)
+
+    def np_math(self, e, name: str, a: E, weak_result: bool = False) -> E:
+        """np.<name>(a) (and math.<name>(a): a Python float for a Python number)."""
+        fn = getattr(np, name)
+        r = self.result_ty(e, fn, [a.ty])
+        if weak_result:
+            r = Ty("pyfloat")
+        T = r.ctype
+        self.note_fp64(e, T, a.const)
         if name in ("abs", "absolute", "fabs"):
             if T in _FLOATS:
                 return E(f"{'fabsf' if T == 'float' else 'fabs'}({_to(a, T).text})", P_ATOM, r,
@@ -522,8 +617,15 @@ class _Exprs:
             return E(f"{fn_c}({_to(_signed(a), T).text})", P_ATOM, r, T)
         if name in ("floor", "ceil", "trunc") and T not in _FLOATS:
             return _to(a, T)   # NumPy keeps integers as they are
-        suffix = "f" if T == "float" else ""
-        return E(f"{name}{suffix}({_to(_signed(a), T).text})", P_ATOM, r, T)
+        fname = MATH_C.get(name, name + "f") if T == "float" else name
+        return E(f"{fname}({_to(_int(a), T).text})", P_ATOM, r, T, False, None, a.effect)
+
+    def math_call(self, e):
+        """math.<name>(x): NumPy's function of that name; a Python float for a Python number
+        (as NumPy treats Python floats: weak)."""
+        name = e.func.attr
+        a = self.expr(e.args[0])
+        return self.np_math(e, name, a, weak_result=a.ty.weak)
 
     def b_len(self, e):
         arr = self.array(e.args[0])
@@ -532,20 +634,20 @@ class _Exprs:
 
     def b_abs(self, e):
         a = self.expr(e.args[0])
-        if a.ty.lanes:
-            return self.np_call(ast.Call(func=ast.Attribute(value=ast.Name("np"), attr="absolute"),
-                                         args=e.args, keywords=[]))
+        if a.ty.lanes:   # abs of lanes is np.absolute
+            return self.np_math(e, "absolute", a)
         if a.ty.is_float:
+            self.note_fp64(e, a.ty.ctype, a.const)
             return E(f"fabs({_to(a, 'double').text})", P_ATOM, a.ty, "double", True)
         return E(f"abs({_signed(a).text})", P_ATOM, a.ty, a.ty.ctype, True)
 
     def _minmax(self, e, which):
         vals = [self.expr(a) for a in e.args]
-        for node, v in zip(e.args, vals, strict=True):
-            if v.ty.lanes:
-                self.refuse(node, f"{which} on lanes",
-                            f"Python's {which} compares with `<`, which needs one truth value; "
-                            f"for per-lane values use np.{'minimum' if which == 'min' else 'maximum'}")
+        if any(v.ty.lanes for v in vals):   # per lane: np.minimum / np.maximum, left to right
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = self.np_minmax(e, "minimum" if which == "min" else "maximum", acc, v)
+            return acc
         r = vals[0].ty
         for node, v in zip(e.args[1:], vals[1:], strict=True):
             if v.ty != r:
@@ -602,15 +704,7 @@ class _Exprs:
     def t_where(self, e):
         c = self.expr(e.args[0])
         a, b = self.expr(e.args[1]), self.expr(e.args[2])
-        lanes = True
-        dummies = [np.ones(2, bool), a.ty.dummy(), b.ty.dummy()]
-        value = np.where(*dummies)
-        r = Ty(value.dtype.name, lanes, narrow=value.dtype.name == "int64"
-               and not _wide([a.ty, b.ty]))
-        T = r.ctype
-        c2 = _to(c, "bool") if c.cty != "bool" else c
-        return E(f"{c2.wrap(P_LOR)} ? {_to(a, T).wrap(P_COND)} : {_to(b, T).wrap(P_COND)}",
-                 P_COND, r, T, a.nonneg and b.nonneg)
+        return self.select(e, c, a, b)
 
     def t_shfl(self, e, fn):
         v, x = self.expr(e.args[0]), self.expr(e.args[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 
 import numpy as np
@@ -46,6 +47,9 @@ class _Translator(_Exprs):
     def emit(self, indent: int, code: str, node=None, comment: str | None = None):
         if self.inferring:
             return
+        temps, self.temps = self.temps, []
+        for cty, name in temps:   # a chained comparison's middle value, evaluated once
+            self.lines.append((indent, f"{cty} {name};", "(a value compared twice)"))
         if comment is None and node is not None:
             comment = self.py_line(node)
         self.lines.append((indent, code, comment or ""))
@@ -79,6 +83,9 @@ class _Translator(_Exprs):
                 self.refuse(node, "variable type", f"the parameter `{name}` is a "
                                                    f"{v.ty.ctype} in CUDA; assign a new "
                                                    f"variable instead")
+        if self.lane_ctl and not new_ty.lanes:
+            # assigned by some lanes only: from here on each lane has its own value
+            new_ty = Ty(new_ty.np, True, new_ty.narrow)
         if new_ty != v.ty:
             if v.ty is not None:
                 self.changed = True
@@ -97,7 +104,8 @@ class _Translator(_Exprs):
                         f"`{name}` is assigned a value that is the same for the whole warp "
                         f"inside t.if_/t.else_/t.while_, which Python runs for every warp "
                         f"whatever the lanes' conditions (so every lane would see the change, "
-                        f"in CUDA only the lanes that took the branch); declare it per lane "
+                        f"in CUDA only the lanes that took the branch); write the branch as a "
+                        f"plain `if` (each lane keeps its own {name}), or declare it per lane "
                         f"with {name} = t.local(...) before the branch and write "
                         f"{name}[...] = ... inside")
         T = v.ty.ctype if not (v.param and v.ty.np == "pybool") else "int"
@@ -144,45 +152,86 @@ class _Translator(_Exprs):
                 self.block(s.blocks[1], indent + 1, lanes_depth + 1)
             self.emit(indent, "}", None, "")
             return
-        if s.kind == "if_uniform":
+        if s.kind == "if":
+            return self.if_(s, indent, lanes_depth)
+        if s.kind == "while":
             c = self.expr(n.test)
-            self.uniform(n.test, c, "a Python if", "with t.if_(cond):")
-            self.emit(indent, f"if ({c.text}) {{", n)
-            self.block(s.blocks[0], indent + 1, lanes_depth)
-            if len(s.blocks) > 1:
-                self.emit(indent, "} else {", None, "else:")
-                self.block(s.blocks[1], indent + 1, lanes_depth)
-            self.emit(indent, "}", None, "")
-            return
-        if s.kind == "while_uniform":
-            c = self.expr(n.test)
-            self.uniform(n.test, c, "a Python while", "for _ in t.while_(lambda: cond):")
             self.emit(indent, f"while ({c.text}) {{", n)
-            self.block(s.blocks[0], indent + 1, lanes_depth)
+            with self.lane_control(c.ty.lanes), self.loop(n):
+                self.block(s.blocks[0], indent + 1, lanes_depth)
             self.emit(indent, "}", None, "")
             return
         if s.kind == "while_lanes":
             c = self.expr(n.iter.args[0].body)
             self.emit(indent, f"while ({c.text}) {{", n)
-            self.block(s.blocks[0], indent + 1, lanes_depth + 1)
+            with self.loop(n):
+                self.block(s.blocks[0], indent + 1, lanes_depth + 1)
             self.emit(indent, "}", None, "")
             return
         if s.kind == "for_range":
             return self.for_range(s, indent, lanes_depth)
+        if s.kind == "for_values":
+            return self.for_values(s, indent, lanes_depth)
         raise AssertionError(s.kind)
+
+    def if_(self, s: _S, indent: int, lanes_depth: int, chained: bool = False):
+        """if/elif/else: C's if, else if, else; each lane (thread) takes its own branch."""
+        n = s.node
+        c = self.expr(n.test)
+        self.emit(indent, f"{'} else ' if chained else ''}if ({c.text}) {{", n)
+        with self.lane_control(c.ty.lanes):
+            self.block(s.blocks[0], indent + 1, lanes_depth)
+            if len(s.blocks) > 1:
+                other = s.blocks[1]
+                if (len(other) == 1 and other[0].kind == "if" and not self.temps_for(other[0])
+                        and not self.block_decls.get(id(other))):
+                    self.if_(other[0], indent, lanes_depth, chained=True)
+                    return
+                self.emit(indent, "} else {", None, "else:")
+                self.block(other, indent + 1, lanes_depth)
+        self.emit(indent, "}", None, "")
+
+    @staticmethod
+    def temps_for(s: _S) -> bool:
+        """Whether an elif's condition needs a temporary (then it cannot be an else if)."""
+        return any(isinstance(sub, ast.Compare) and len(sub.ops) > 1
+                   for sub in ast.walk(s.node.test))
+
+    @contextlib.contextmanager
+    def lane_control(self, per_lane: bool):
+        """Inside a branch or loop some lanes may skip: what it assigns is per lane."""
+        self.lane_ctl += per_lane
+        try:
+            yield
+        finally:
+            self.lane_ctl -= per_lane
+
+    @contextlib.contextmanager
+    def loop(self, node):
+        """A loop whose body some lanes leave early (a per-lane break or continue) assigns per
+        lane: found in one pass, used in the next."""
+        self.loops.append((node, self.lane_ctl))
+        diverged = id(node) in self.divergent_loops
+        self.lane_ctl += diverged
+        try:
+            yield
+        finally:
+            self.lane_ctl -= diverged
+            self.loops.pop()
 
     def uniform(self, node, c: E, what: str, instead: str):
         if c.ty.lanes:
             self.refuse(node, "per-lane condition",
-                        f"{what} needs one truth value for the whole warp, and this condition "
-                        f"is per lane; write {instead} (the simulator refuses this too)")
+                        f"{what} needs one value for the whole warp, and this one is per lane; "
+                        f"write {instead}")
 
     def for_range(self, s: _S, indent: int, lanes_depth: int):
         n = s.node
         var = n.target.id
         args = [self.expr(a) for a in n.iter.args]
         for node, a in zip(n.iter.args, args, strict=True):
-            self.uniform(node, a, "range()", "a t.while_ loop")
+            self.uniform(node, a, "range()", "a while loop: j = start, then while j < stop: "
+                                             "... j += 1")
             if not a.ty.is_int:
                 self.refuse(node, "range", f"range() takes integers, got {a.ty.text()}")
         if len(args) == 1:
@@ -217,7 +266,37 @@ class _Translator(_Exprs):
             test = f"({st} > 0 ? {cv} < {stop_text} : {cv} > {stop_text})"
             incr = f"{cv} += {st}"
         self.emit(indent, f"for ({init}; {test}; {incr}) {{", n)
-        self.block(s.blocks[0], indent + 1, lanes_depth)
+        with self.loop(n):
+            self.block(s.blocks[0], indent + 1, lanes_depth)
+        self.emit(indent, "}", None, "")
+
+    def for_values(self, s: _S, indent: int, lanes_depth: int):
+        """for v in (16, 8, 4, 2, 1): a loop over a constant array, unrolled by the compiler
+        (#pragma unroll), so break and continue keep their meaning."""
+        n = s.node
+        var = n.target.id
+        vals = [self.expr(e) for e in n.iter.elts]
+        ty = vals[0].ty
+        for node, v in zip(n.iter.elts, vals, strict=True):
+            if v.ty != ty or v.const is None:
+                self.refuse(node, "loop value",
+                            f"the values of a for loop over a tuple are constants of one type "
+                            f"(this one is a {v.ty.text()}, the first a {ty.text()}): a CUDA "
+                            f"variable has one type; write them all as ints or all as floats")
+        v = self.vars[var]
+        v.ty = ty
+        v.nonneg = all(x.nonneg for x in vals) and ty.is_int
+        v.lane_body = lanes_depth
+        T = ty.ctype
+        table = self.cname_for(n, f"{var.split('#')[0]}_values")
+        k = self.cname_for(n, f"{var.split('#')[0]}_k")
+        items = ", ".join(_to(x, T).text for x in vals)
+        self.emit(indent, f"const {T} {table}[{len(vals)}] = {{{items}}};", n)
+        self.emit(indent, "#pragma unroll", None, "")
+        self.emit(indent, f"for (int {k} = 0; {k} < {len(vals)}; ++{k}) {{", None, "")
+        self.emit(indent + 1, f"{T} {v.cname} = {table}[{k}];", None, "")
+        with self.loop(n):
+            self.block(s.blocks[0], indent + 1, lanes_depth)
         self.emit(indent, "}", None, "")
 
     def simple(self, n, indent: int, lanes_depth: int, merged_name):
@@ -225,6 +304,10 @@ class _Translator(_Exprs):
             self.emit(indent, ";", n)
             return
         if isinstance(n, (ast.Break, ast.Continue)):
+            loop, ctl = self.loops[-1]
+            if self.lane_ctl > ctl and id(loop) not in self.divergent_loops:
+                self.divergent_loops.add(id(loop))
+                self.changed = True
             self.emit(indent, "break;" if isinstance(n, ast.Break) else "continue;", n)
             return
         if isinstance(n, ast.Return):
@@ -391,9 +474,9 @@ class _Translator(_Exprs):
         ``d = 16; ...`` at the top, a ``d = 4`` inside ``with t.if_(...)`` that nothing outside
         reads is a separate variable, declared inside that body (as one would write it in C)."""
         protected = set(self.k.params) | set(self.arrays) | {
-            s.node.target.id for s in _walk(self.body) if s.kind == "for_range"}
+            s.node.target.id for s in _walk(self.body) if s.kind in ("for_range", "for_values")}
         counter = itertools.count(2)
-        loops = ("for_range", "while_uniform", "while_lanes")
+        loops = ("for_range", "for_values", "while", "while_lanes")
 
         def live_after(name, path):
             for stmts, i in reversed(path):
@@ -417,6 +500,7 @@ class _Translator(_Exprs):
                         isinstance(n.targets[0], ast.Name):
                     name = n.targets[0].id
                     if (name not in protected and name not in _names([n.value])
+                            and not getattr(n, "unpacked", False)
                             and occurrences(self.body, name) > occurrences(stmts[i:], name)
                             and not live_after(name, path)
                             and not (loop_body and _first_access(name, stmts) == "read")):
@@ -451,7 +535,7 @@ class _Translator(_Exprs):
         names = sorted(_assigned_names(self.body) - set(self.arrays) - set(self.k.params))
         loop_vars = set()
         for s in _walk(self.body):
-            if s.kind == "for_range":
+            if s.kind in ("for_range", "for_values"):
                 loop_vars.add(s.node.target.id)
         for name in names:
             self.vars[name] = _Var(name, self.cname(name.split("#")[0]))
@@ -461,13 +545,10 @@ class _Translator(_Exprs):
             self.place(name, self.body)
 
     def check_loop_var(self, name):
-        for s in _walk(self.body):
-            if s.kind == "for_range" and s.node.target.id == name:
-                continue
         # every occurrence must be inside a loop that binds it
         def outside(stmts, inside):
             for s in stmts:
-                if s.kind == "for_range" and s.node.target.id == name:
+                if s.kind in ("for_range", "for_values") and s.node.target.id == name:
                     if name in _names([s.node.iter]):
                         return s.node
                     if name in _assigned_names(s.blocks[0]):
@@ -509,6 +590,8 @@ class _Translator(_Exprs):
             self.merge_decl[(id(stmts), i)] = name
 
     def run(self) -> None:
+        self.loops: list = []
+        self.divergent_loops: set[int] = set()
         self.prepare_shared()
         self.split_webs()
         self.plan_declarations()

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class _S:
-    """A statement: ``kind`` is one of simple, if_lanes, if_uniform, for_range, while_lanes,
-    while_uniform; ``blocks`` are its bodies."""
+    """A statement: ``kind`` is one of simple, if (a plain ``if``), while (a plain ``while``),
+    for_range, for_values (``for v in (16, 8, 4)``), if_lanes (``with t.if_``), while_lanes
+    (``for _ in t.while_``); ``blocks`` are its bodies."""
 
     kind: str
     node: ast.AST
@@ -39,15 +40,19 @@ def _structure(stmts, ctx) -> list[_S]:
             blocks = [_structure(s.body, ctx)]
             if s.orelse:
                 blocks.append(_structure(s.orelse, ctx))
-            out.append(_S("if_uniform", s, blocks))
+            out.append(_S("if", s, blocks))
         elif isinstance(s, ast.For):
             it = s.iter
-            if isinstance(it.func, ast.Attribute):
+            if isinstance(it, (ast.Tuple, ast.List)):
+                out.append(_S("for_values", s, [_structure(s.body, ctx)]))
+            elif isinstance(it.func, ast.Attribute):
                 out.append(_S("while_lanes", s, [_structure(s.body, ctx)], lanes_body=True))
             else:
                 out.append(_S("for_range", s, [_structure(s.body, ctx)]))
         elif isinstance(s, ast.While):
-            out.append(_S("while_uniform", s, [_structure(s.body, ctx)]))
+            out.append(_S("while", s, [_structure(s.body, ctx)]))
+        elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Tuple):
+            out.extend(_S("simple", a) for a in _unpack(s))
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a docstring
         else:
@@ -56,14 +61,40 @@ def _structure(stmts, ctx) -> list[_S]:
     return out
 
 
+def _unpack(s: ast.Assign) -> list[ast.Assign]:
+    """``a, b = e1, e2`` as single assignments with Python's meaning: every value first, then
+    the names.  A value is assigned to its name at once when no later value reads a name
+    assigned before it; otherwise it goes through a new variable ``a_new``."""
+    names = [e.id for e in s.targets[0].elts]
+    values = s.value.elts
+    direct = []
+    for k, _name in enumerate(names):
+        later = _names(values[k + 1:])
+        direct.append(not (set(names[:k + 1]) & later))
+    first, then = [], []
+    for k, (name, value) in enumerate(zip(names, values, strict=True)):
+        if all(direct[k:]):
+            first.append(_assign_like(s, name, value))
+        else:
+            first.append(_assign_like(s, f"{name}_new#", value))
+            then.append(_assign_like(s, name, ast.Name(f"{name}_new#", ast.Load())))
+    return first + then
+
+
+def _assign_like(s: ast.Assign, name: str, value: ast.AST) -> ast.Assign:
+    node = ast.Assign(targets=[ast.Name(name, ast.Store())], value=value)
+    node.unpacked = True   # one variable on both sides of the tuple: never split into two
+    return ast.fix_missing_locations(ast.copy_location(node, s))
+
+
 def _header_nodes(s: _S) -> list[ast.AST]:
     """The expressions a compound statement evaluates itself (its condition, its range)."""
     n = s.node
     if s.kind == "if_lanes":
         return [n.items[0].context_expr]
-    if s.kind == "if_uniform" or s.kind == "while_uniform":
+    if s.kind == "if" or s.kind == "while":
         return [n.test]
-    if s.kind == "for_range":
+    if s.kind in ("for_range", "for_values"):
         return [n.target, n.iter]
     if s.kind == "while_lanes":
         return [n.iter]
@@ -106,14 +137,14 @@ def _first_access(name: str, stmts: list[_S]) -> str | None:
             if name in _names([n]):
                 return "read"
             continue
-        if s.kind == "for_range" and s.node.target.id == name:
+        if s.kind in ("for_range", "for_values") and s.node.target.id == name:
             return "read"  # a loop variable shared with other code: declared outside
         if name in _names(_header_nodes(s)):
             return "read"
         results = [_first_access(name, b) for b in s.blocks]
         if "read" in results:
             return "read"
-        if s.kind in ("if_lanes", "if_uniform") and len(results) == 2 and \
+        if s.kind in ("if_lanes", "if") and len(results) == 2 and \
                 all(r == "write" for r in results):
             return "write"
     return None
@@ -140,7 +171,7 @@ def _assigned_names(stmts) -> set[str]:
                 tgt = n.targets[0] if isinstance(n, ast.Assign) else n.target
                 if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name):
                     found.add(tgt.value.id)
-        elif s.kind == "for_range":
+        elif s.kind in ("for_range", "for_values"):
             found.add(n.target.id)
     return found
 

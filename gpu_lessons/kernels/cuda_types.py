@@ -48,7 +48,8 @@ threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs llabs fabs fabsf s
 expf exp2 exp2f log logf log2 log2f log10 log10f sin sinf cos cosf tan tanf tanh tanhf floor
 floorf ceil ceilf trunc truncf pow powf fmod fmodf fmax fmaxf fmin fminf copysign copysignf
 isnan atomicAdd atomicMax atomicCAS lane_id warp_id linear_tid py_floordiv py_mod py_ipow
-py_maximum py_minimum dynamic_smem
+py_maximum py_minimum dynamic_smem __shfl_sync __shfl_down_sync __shfl_up_sync __shfl_xor_sync
+__syncthreads __syncwarp
 """
 _RESERVED = frozenset(_RESERVED_WORDS.split())
 
@@ -253,6 +254,15 @@ def _signed(e: E) -> E:
     return e
 
 
+def _int(e: E) -> E:
+    """An unsigned built-in (threadIdx.x, ...) as the signed int the simulator computes with,
+    before an operation whose result (or other operand) can be negative: C's usual arithmetic
+    conversions would otherwise turn ``threadIdx.x - 5`` into 4294967291."""
+    if e.cty == "unsigned int" and e.ty.ctype == "int":
+        return _cast(e, "int")
+    return e
+
+
 def _assignable(e: E, cty: str) -> E:
     """``e`` as the right side of an assignment to a ``cty``: C converts integers to a wider or
     same-size integer by itself (unsigned built-ins wrap to the same int), other changes are
@@ -335,9 +345,9 @@ __device__ {cty} py_ipow({cty} base, int exp)   // integer power, exp >= 0
 
 
 def _helper_minmax(cty: str, which: str) -> str:
-    op = ">=" if which == "maximum" else "<="
+    op = ">" if which == "maximum" else "<"
     return f"""\
-__device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either gives NaN
+__device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either gives NaN, b of two zeros
 {{
     return (a {op} b || a != a) ? a : b;
 }}

@@ -1,65 +1,65 @@
 """The kernel language: the part of Python a simulator kernel may use.
 
 A kernel for :func:`gpu_lessons.kernels.run` is **one self-contained function** ``def k(t, ...)``:
-everything it uses is its arguments, the warp context ``t``, ``np``, numbers and its own local
-variables.  :func:`validate` decides this by walking the function's syntax tree (``ast``), before
-the kernel runs, and refuses anything else with a :class:`KernelLanguageError` that names the
-construct and the learner's line.  The language is exactly what :func:`gpu_lessons.kernels.to_cuda`
-translates to CUDA C: one definition, used by both, so a kernel that passes here has a CUDA twin.
+everything it uses is its arguments, the warp context ``t``, ``np``, ``math``, numbers and its
+own local variables.  :func:`validate` decides this by walking the function's syntax tree
+(``ast``), before the kernel runs, and refuses anything else with a :class:`KernelLanguageError`
+that names the construct and the learner's line, says why CUDA has no counterpart and shows the
+form that works.  The language is exactly what :func:`gpu_lessons.kernels.to_cuda` translates to
+CUDA C and what the simulator executes: one definition, used by both, so a kernel that passes
+here has a CUDA twin.  The names it accepts and each construct's meaning and CUDA form are in
+:mod:`gpu_lessons.kernels.constructs`; ``docs/kernel_language.md`` is the learner's guide.
 
 What a kernel may use
 ---------------------
-* **Statements**: ``name = expr`` (one target), ``a[i] = expr`` and ``a[y, x] = expr`` (stores),
-  ``y[...] = expr`` (update of a ``t.local`` variable), augmented assignment (``s *= 2``,
-  ``sdata[tid] += v``), ``if``/``elif``/``else`` and ``while`` on values that are the same for
-  the whole warp, ``for v in range(...)``, ``for _ in t.while_(lambda: cond):``,
-  ``with t.if_(cond):`` / ``with t.else_():``, ``break``/``continue``/``return`` (outside
-  per-lane branches), ``pass``, calls of the ``t.`` operations that are statements, ``print``.
-* **Expressions**: numbers (``int``, ``float``, ``bool``), names, ``+ - * / // % ** << >> & | ^``,
-  ``- + ~ not``, comparisons (``< <= > >= == !=``), ``and``/``or``, ``a if c else b``, indexing
-  ``a[i]``/``a[i, j]`` (no slices), ``a.shape[k]``, calls of the functions below.
-* **The warp context** ``t``: ``t.thread_idx``, ``t.block_idx``, ``t.block_dim``, ``t.grid_dim``
-  (``.x``/``.y``/``.z``), ``t.lane``, ``t.warp``, ``t.warp_size``; ``t.if_``, ``t.else_``,
-  ``t.while_``, ``t.return_if``, ``t.where``, ``t.local``, ``t.shared``, ``t.sync``,
-  ``t.syncwarp``, ``t.atomic_add``, ``t.atomic_max``, ``t.atomic_cas``, ``t.shfl_down``,
-  ``t.shfl_up``, ``t.shfl_xor``, ``t.shfl_idx`` (see :mod:`gpu_lessons.kernels.simt`).
-* **NumPy**: the names in :data:`NP_FUNCTIONS` (math: ``np.sqrt``, ``np.exp``, ``np.maximum``,
-  ...), :data:`NP_DTYPES` (``np.float32``, ``np.int32``, ... as a dtype or a conversion of one
-  number) and :data:`NP_CONSTANTS` (``np.inf``, ``np.nan``, ``np.pi``, ``np.e``).
-* **Builtins**: :data:`BUILTINS` (``range``, ``len``, ``min``, ``max``, ``abs``, ``int``,
-  ``float``, ``bool``, ``print``).
-* **Constants from outside the function**: a name that is not a parameter, a local, ``t``, ``np``
-  or a builtin must be a plain number (``int``, ``float``, ``bool`` or a NumPy scalar) in the
-  function's globals or closure, e.g. ``TILE = 32`` at module level.  Its value is read once,
-  here, and :func:`~gpu_lessons.kernels.to_cuda` writes it into the CUDA source.
+* **Statements**: ``name = expr``, ``a, b = e1, e2`` (names only, a tuple of the same length on
+  the right), ``a[i] = expr``/``a[y, x] = expr`` (stores), ``y[...] = expr`` (a ``t.local``),
+  augmented assignment (``s *= 2``, ``sdata[tid] += v``), ``if``/``elif``/``else`` and ``while``
+  (on per-lane or warp-wide conditions: each lane follows its own branch, as a CUDA thread does),
+  ``for v in range(...)``, ``for v in (16, 8, 4, 2, 1):`` (a tuple or list of number constants),
+  ``break``/``continue``/``return`` inside those (per lane: a per-lane ``return`` ends those lanes),
+  the old forms ``with t.if_(cond):``/``with t.else_():``/``for _ in t.while_(lambda: cond):``,
+  ``pass``, calls of the ``t.`` operations that are statements, ``print``.
+* **Expressions**: numbers, names, ``+ - * / // % ** << >> & | ^``, ``- + ~ not``, comparisons
+  (``< <= > >= == !=``, chained), ``and``/``or`` (short-circuit per lane), ``a if c else b``
+  (lazy per lane), indexing ``a[i]``/``a[i, j]`` (no slices), ``a.shape[k]``, calls of the
+  functions below.
+* **The warp context** ``t``: :data:`~gpu_lessons.kernels.constructs.T_DIM3` (``.x .y .z``),
+  :data:`~gpu_lessons.kernels.constructs.T_VALUES`, the operations of
+  :data:`~gpu_lessons.kernels.constructs.T_CALLS` (see :mod:`gpu_lessons.kernels.simt`).
+* **NumPy and math**: :data:`NP_FUNCTIONS`, :data:`NP_DTYPES` (a dtype, or a conversion of one
+  number), :data:`NP_CONSTANTS`; ``math.`` :data:`MATH_FUNCTIONS` (each the NumPy function of the
+  same name) and ``math.pi``/``e``/``inf``/``nan``.
+* **Builtins**: :data:`BUILTINS`.
+* **Constants from outside the function**: a name that is not a parameter, a local, ``t``,
+  ``np``, ``math`` or a builtin must be a plain number in the function's globals or closure
+  (``TILE = 32``); its value is read once, here, and written into the CUDA source.
 
 What is refused, and why
 ------------------------
-* ``import``, ``global``, ``nonlocal``, ``exec``/``eval``/``getattr``/``open`` and any name that
-  is not listed above: a kernel runs on a GPU where there are no modules, no files and no Python
-  objects, and refusing them is what lets the course's grader run a learner's kernel without the
-  kernel reaching the simulator's internals.
-* Attributes other than the listed ``t.``/``np.`` names, ``.x``/``.y``/``.z`` and ``.shape``;
-  any name starting with ``_`` (``a.data``, ``a.base``, ``t._b``, ``x.__class__``): those are the
-  simulator's insides, not device memory.
+* ``import``, ``global``, ``nonlocal``, ``exec``/``eval``/``getattr``/``open`` and any other
+  name: a GPU has no modules, files or Python objects, and refusing them is what lets the
+  course's grader run a learner's kernel without it reaching the simulator's internals.
+* Attributes other than the listed ``t.``/``np.``/``math.`` names, ``.x/.y/.z`` and ``.shape``;
+  names starting with ``_``: those are the simulator's insides, not device memory.
 * Lambdas (except ``t.while_(lambda: cond)``), nested ``def``/``class``, comprehensions,
   ``try``/``raise``/``assert``/``del``, slices, ``*args``, decorators, annotations, defaults,
-  tuple unpacking, ``:=``, ``else`` on loops: none of them has a CUDA C counterpart in a kernel.
-* ``break``/``continue``/``return`` inside ``t.if_``/``t.else_``/``t.while_``: Python would
-  leave the loop (or the kernel) for the whole warp whatever the lanes' conditions, which is not
-  what the same statement does per thread in CUDA.
-* ``t.shared`` anywhere but as ``name = t.shared(...)`` at the top level of the kernel, atomics
-  anywhere but as a statement or the whole right side of ``name = ...``, and atomics or shuffles
-  inside ``t.where``/``a if c else b``/``and``/``or``: Python evaluates both arms for every lane,
-  CUDA only the chosen one.
+  ``a = b = 0``, tuple targets other than names, ``:=``, ``else`` on loops.
+* ``break``/``continue``/``return`` inside the old forms ``t.if_``/``t.else_``/``t.while_``:
+  Python runs those bodies for the whole warp, so it would leave the loop (or the kernel) for
+  every lane; plain ``if``/``while`` mean what CUDA means.
+* ``t.shared`` anywhere but ``name = t.shared(...)`` at the kernel's top level; atomics anywhere
+  but a statement or the whole right side of ``name = ...``; atomics and shuffles inside
+  ``t.where`` (a function: Python evaluates every argument for every lane) or an operand only
+  some lanes evaluate (``and``/``or``'s right side, ``a if c else b``'s arms).
 
-Type-dependent rules (a per-lane value in a Python ``if``, a variable that changes type) need the
-arguments' types, so :func:`~gpu_lessons.kernels.to_cuda` checks them; the simulator refuses the
-same kernels when it runs them.
+Type-dependent rules (a variable that changes type, a per-lane operand of ``and`` that is not a
+condition) need the arguments' types, so :func:`~gpu_lessons.kernels.to_cuda` checks them; the
+simulator refuses the same kernels when it runs them.
 
 For the grader: :func:`validate` takes source text and a dict of constants, and
 :func:`compile_kernel` turns validated source into a function in a namespace holding only
-``np`` (NumPy), the constants and the builtins above.
+``np``, ``math``, the constants and the builtins above.
 
 Sources: Python's ``ast`` module documentation (node types); CUDA C++ Programming Guide,
 "C++ Language Support" (what device code may contain).
@@ -73,61 +73,26 @@ import contextlib
 import inspect
 import itertools
 import linecache
+import math
 import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
 
-#: NumPy functions a kernel may call (element-wise math; each maps to a CUDA math function).
-NP_FUNCTIONS = frozenset({
-    "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
-    "abs", "absolute", "fabs", "floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
-})
-#: NumPy dtypes a kernel may name (as ``t.shared``/``t.local`` dtypes, or to convert one number).
-NP_DTYPES = frozenset({
-    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool_",
-})
-#: NumPy constants a kernel may use (Python floats).
-NP_CONSTANTS = frozenset({"inf", "nan", "pi", "e"})
-#: Builtins a kernel may call.
-BUILTINS = frozenset({"range", "len", "min", "max", "abs", "int", "float", "bool", "print"})
-
-#: The attributes of ``t`` (the warp context), by how they may be used.
-T_DIM3 = frozenset({"thread_idx", "block_idx", "block_dim", "grid_dim"})
-T_VALUES = frozenset({"lane", "warp", "warp_size"})
-#: ``t.`` operations: name -> (min positional args, max positional args, keyword names, where).
-#: ``where``: "with" (only ``with t.op(...):``), "for" (only ``for _ in t.op(...)``),
-#: "stmt" (a statement of its own), "assign" (a statement or ``name = t.op(...)``),
-#: "local" (``name = t.op(...)``), "shared" (``name = t.op(...)`` at the kernel's top level),
-#: "expr" (anywhere in an expression).
-T_CALLS = {
-    "if_": (1, 2, {"label"}, "with"),
-    "else_": (0, 0, set(), "with"),
-    "while_": (1, 2, {"label"}, "for"),
-    "return_if": (1, 1, set(), "stmt"),
-    "sync": (0, 0, set(), "stmt"),
-    "syncwarp": (0, 0, set(), "stmt"),
-    "where": (3, 3, set(), "expr"),
-    "local": (1, 2, {"dtype"}, "local"),
-    "shared": (1, 3, {"dtype", "name"}, "shared"),
-    "atomic_add": (3, 3, set(), "assign"),
-    "atomic_max": (3, 3, set(), "assign"),
-    "atomic_cas": (4, 4, set(), "assign"),
-    "shfl_down": (2, 2, set(), "expr"),
-    "shfl_up": (2, 2, set(), "expr"),
-    "shfl_xor": (2, 2, set(), "expr"),
-    "shfl_idx": (2, 2, set(), "expr"),
-}
-#: Calls whose result must not sit in an arm that only some lanes evaluate in CUDA.
-SIDE_EFFECT_CALLS = frozenset({"atomic_add", "atomic_max", "atomic_cas",
-                               "shfl_down", "shfl_up", "shfl_xor", "shfl_idx"})
-#: Arity of each builtin: (min, max); None = any number of positional arguments.
-_BUILTIN_ARITY = {"range": (1, 3), "len": (1, 1), "min": (2, None), "max": (2, None),
-                  "abs": (1, 1), "int": (1, 1), "float": (1, 1), "bool": (1, 1),
-                  "print": (0, None)}
-_NP_ARITY = {name: (2, 2) if name in {"maximum", "minimum", "fmax", "fmin"} else (1, 1)
-             for name in NP_FUNCTIONS}
+from .constructs import (
+    BUILTIN_ARITY,
+    BUILTINS,
+    MATH_CONSTANTS,
+    MATH_FUNCTIONS,
+    NP_ARITY,
+    NP_CONSTANTS,
+    NP_DTYPES,
+    NP_FUNCTIONS,
+    SIDE_EFFECT_CALLS,
+    T_CALLS,
+    T_DIM3,
+    T_VALUES,
+)
 
 _ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
                    ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
@@ -267,6 +232,7 @@ class _Checker:
         self.local_vars = self._collect_t_locals(fn)
         self.free: dict[str, ast.AST] = {}
         self.uses_np = False
+        self.uses_math = False
 
     # -- errors --
     def refuse(self, node, construct: str, why: str):
@@ -291,8 +257,9 @@ class _Checker:
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for tgt in targets:
-                    if isinstance(tgt, ast.Name):
-                        found.add(tgt.id)
+                    for sub in (tgt.elts if isinstance(tgt, ast.Tuple) else [tgt]):
+                        if isinstance(sub, ast.Name):
+                            found.add(sub.id)
             elif (isinstance(node, ast.For) and isinstance(node.target, ast.Name)) or \
                     isinstance(node, ast.NamedExpr):
                 found.add(node.target.id)
@@ -356,7 +323,7 @@ class _Checker:
             if s.orelse:
                 self.refuse(s, "loop else", "an else: on a loop has no CUDA counterpart")
             self.expr(s.test)
-            self.body(s.body, {**where, "loop": "uniform", "top": False})
+            self.body(s.body, {**where, "loop": "plain", "top": False})
             return
         if isinstance(s, ast.For):
             return self.for_(s, where)
@@ -367,18 +334,22 @@ class _Checker:
             if where.get("loop") is None:
                 self.refuse(s, word, f"{word} must be inside a for or while loop")
             if where.get("loop") == "lanes":
-                self.refuse(s, word, f"Python would {word} the loop for the whole warp, "
-                                     f"whatever the lanes' conditions; inside t.if_, t.else_ or "
-                                     f"t.while_ use a t.while_ condition or a t.local flag")
+                self.refuse(s, word, f"Python runs the body of t.if_, t.else_ and t.while_ for "
+                                     f"the whole warp, so it would {word} the loop for every "
+                                     f"lane, CUDA only for the lanes in the branch; use plain "
+                                     f"`if`/`while` (if i < n: ... {word}), which mean what CUDA "
+                                     f"means")
             return
         if isinstance(s, ast.Return):
             if s.value is not None:
                 self.refuse(s, "return value", "a kernel returns nothing; store results in an "
                                                "output array")
             if where.get("lanes"):
-                self.refuse(s, "return", "Python would end the kernel for the whole warp, "
-                                         "whatever the lanes' conditions; use "
-                                         "t.return_if(cond) for lanes that should stop")
+                self.refuse(s, "return", "Python runs the body of t.if_, t.else_ and t.while_ "
+                                         "for the whole warp, so it would end the kernel for "
+                                         "every lane, CUDA only for the lanes in the branch; "
+                                         "use plain `if`/`while` (if i >= n: return) or "
+                                         "t.return_if(cond)")
             return
         self.refuse(s, type(s).__name__.lower(), "not part of the kernel language; " + _USE)
 
@@ -423,9 +394,34 @@ class _Checker:
             self.store_target(tgt)
             return self.expr(s.value)
         if isinstance(tgt, (ast.Tuple, ast.List)):
-            self.refuse(s, "tuple assignment", "assign one name at a time (a = 0; b = 0)")
+            return self.tuple_assign(s, tgt)
         self.refuse(s, "assignment target", "only names, array elements a[i] and t.local "
                                             "variables y[...] can be assigned")
+
+    def tuple_assign(self, s, tgt):
+        """``a, b = e1, e2``: every right-hand value first, in order, then the names."""
+        if isinstance(tgt, ast.List) or not all(isinstance(e, ast.Name) for e in tgt.elts):
+            self.refuse(s, "tuple assignment", "a tuple assignment sets names: a, b = e1, e2 "
+                                               "(store array elements one at a time: "
+                                               "a[i] = e1 on its own line)")
+        v = s.value
+        if not isinstance(v, ast.Tuple) or len(v.elts) != len(tgt.elts) or any(
+                isinstance(e, ast.Starred) for e in v.elts):
+            self.refuse(s, "tuple assignment", f"the right side must be a tuple of "
+                                               f"{len(tgt.elts)} values written out, "
+                                               f"a, b = e1, e2 (a kernel has no tuple values "
+                                               f"to unpack)")
+        names = [e.id for e in tgt.elts]
+        if len(set(names)) != len(names):
+            self.refuse(s, "tuple assignment", "each name appears once on the left: "
+                                               "a, b = e1, e2")
+        for e in tgt.elts:
+            self.bind(e, e.id)
+        for e in v.elts:
+            if self.is_t_call(e) and T_CALLS.get(e.func.attr, (0, 0, set(), "expr"))[3] != "expr":
+                self.refuse(e, "tuple assignment", f"t.{e.func.attr} needs a line of its own: "
+                                                   f"name = t.{e.func.attr}(...)")
+            self.expr(e)
 
     def augassign(self, s, where):
         if not isinstance(s.op, _ALLOWED_BINOPS):
@@ -441,9 +437,9 @@ class _Checker:
 
     def bind(self, node, name):
         self.check_identifier(node, name)
-        if name == self.ctx or name == "np" or name in BUILTINS:
+        if name == self.ctx or name in ("np", "math") or name in BUILTINS:
             what = ("the warp context" if name == self.ctx else "NumPy" if name == "np"
-                    else "a builtin")
+                    else "the math module" if name == "math" else "a builtin")
             self.refuse(node, "reserved name", f"`{name}` names {what}; choose another "
                                                f"variable name")
 
@@ -463,7 +459,8 @@ class _Checker:
         if s.orelse:
             self.refuse(s, "loop else", "an else: on a loop has no CUDA counterpart")
         if not isinstance(s.target, ast.Name):
-            self.refuse(s, "for target", "loop over one name: for i in range(n)")
+            self.refuse(s, "for target", "loop over one name: for i in range(n) "
+                                         "(for i, v in ... has no CUDA counterpart)")
         self.bind(s.target, s.target.id)
         it = s.iter
         if self.is_t_call(it, "while_"):
@@ -472,10 +469,37 @@ class _Checker:
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             self.call(it)
             return self.body(s.body, {**where, "top": False,
-                                      "loop": "uniform" if not where.get("lanes")
-                                      else "uniform-in-lanes"})
-        self.refuse(s, "for loop", "loops are for v in range(...) or "
+                                      "loop": "plain" if not where.get("lanes")
+                                      else "plain-in-lanes"})
+        if isinstance(it, (ast.Tuple, ast.List)):
+            if not it.elts:
+                self.refuse(s, "for loop", "loop over at least one value: "
+                                           "for d in (16, 8, 4, 2, 1):")
+            for e in it.elts:
+                self.loop_value(e)
+            return self.body(s.body, {**where, "top": False,
+                                      "loop": "plain" if not where.get("lanes")
+                                      else "plain-in-lanes"})
+        self.refuse(s, "for loop", "loops are for v in range(...), for v in (16, 8, 4, 2, 1) "
+                                   "(number constants, unrolled) or "
                                    "for _ in t.while_(lambda: cond)")
+
+    def loop_value(self, e):
+        """A value of ``for v in (...)``: a number, -number, a constant's name, np.pi..."""
+        inner = e.operand if isinstance(e, ast.UnaryOp) and isinstance(
+            e.op, (ast.USub, ast.UAdd)) else e
+        if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
+            return
+        if isinstance(inner, ast.Name) and inner.id not in self.locals \
+                and inner.id not in self.params and inner.id not in (self.ctx, "np", "math"):
+            return self.name(inner)
+        if (isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)
+                and inner.value.id in ("np", "math")):
+            return self.attribute(inner)
+        self.refuse(e, "loop value", "a for loop over a tuple runs over number constants "
+                                     "(for d in (16, 8, 4, 2, 1):), unrolled as CUDA's "
+                                     "#pragma unroll does; loop over computed values with "
+                                     "range() or while")
 
     def with_(self, s, where, previous):
         if len(s.items) != 1 or s.items[0].optional_vars is not None:
@@ -564,9 +588,12 @@ class _Checker:
                                 f"t.{e.func.attr} can be used " + where.format(op=e.func.attr))
                 if arm and e.func.attr in SIDE_EFFECT_CALLS:
                     self.refuse(e, "side effect in a conditional arm",
-                                f"Python evaluates t.{e.func.attr} for every lane here, CUDA "
-                                f"only for the lanes that pick this arm; compute it into a "
-                                f"variable first")
+                                f"here t.{e.func.attr} would run for some lanes only (an arm "
+                                f"of `a if c else b`, the right side of and/or) or, inside "
+                                f"t.where, for every lane (Python evaluates a function's "
+                                f"arguments first) while CUDA's c ? a : b runs one arm; a "
+                                f"shuffle must run in every lane of the warp: compute it "
+                                f"into a variable first, v = t.{e.func.attr}(...)")
                 return self.t_call(e, arm=arm)
             return self.call(e, arm=arm)
         if isinstance(e, ast.Lambda):
@@ -612,6 +639,9 @@ class _Checker:
         if n == "np":
             self.refuse(e, "np", "use NumPy's listed functions, dtypes and constants "
                                  "(np.sqrt, np.float32, np.inf), not the module itself")
+        if n == "math" and n not in self.params and n not in self.locals:
+            self.refuse(e, "math", "use math's listed functions and constants "
+                                   "(math.sqrt, math.pi), not the module itself")
         if n in BUILTINS and n not in self.locals and n not in self.params:
             self.refuse(e, "builtin", f"{n} can only be called: {n}(...)")
         if n in self.params or n in self.locals:
@@ -641,6 +671,14 @@ class _Checker:
                 self.refuse(e, "np name", f"np.{a} must be called here: np.{a}(...)")
             self.refuse(e, "np name", f"np.{a} is not one of the NumPy names a kernel may use: "
                                       f"{', '.join(sorted(NP_FUNCTIONS | NP_DTYPES))}")
+        if isinstance(base, ast.Name) and base.id == "math":
+            self.uses_math = True
+            if a in MATH_CONSTANTS:
+                return
+            if a in MATH_FUNCTIONS:
+                self.refuse(e, "math name", f"math.{a} must be called here: math.{a}(...)")
+            self.refuse(e, "math name", f"math.{a} is not one of the math names a kernel may "
+                                        f"use: {', '.join(sorted(MATH_FUNCTIONS | MATH_CONSTANTS))}")
         if (a in ("x", "y", "z") and isinstance(base, ast.Attribute)
                 and isinstance(base.value, ast.Name) and base.value.id == self.ctx
                 and base.attr in T_DIM3):
@@ -768,7 +806,7 @@ class _Checker:
                 return
             if e.keywords:
                 self.refuse(e, "keyword argument", f"{f.id} takes positional arguments only")
-            lo, hi = _BUILTIN_ARITY[f.id]
+            lo, hi = BUILTIN_ARITY[f.id]
             if len(e.args) < lo or (hi is not None and len(e.args) > hi):
                 count = (str(lo) if lo == hi else f"{lo} or more" if hi is None
                          else f"{lo} to {hi}")
@@ -794,12 +832,21 @@ class _Checker:
             if e.keywords:
                 self.refuse(e, "keyword argument", f"np.{f.attr} takes positional arguments "
                                                    f"only here")
-            lo, hi = _NP_ARITY.get(f.attr, (1, 1))
+            lo, hi = NP_ARITY.get(f.attr, (1, 1))
             if not lo <= len(e.args) <= hi:
                 self.refuse(e, "call", f"np.{f.attr} takes {lo} argument(s) here, got "
                                        f"{len(e.args)}")
             for a in e.args:
                 self.expr(a, arm=arm)
+            return
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id == "math":
+            self.uses_math = True
+            if f.attr not in MATH_FUNCTIONS:
+                self.attribute(f)   # a constant called, or a name outside the language
+            if e.keywords or len(e.args) != 1:
+                self.refuse(e, "call", f"math.{f.attr} takes one positional argument")
+            self.expr(e.args[0], arm=arm)
             return
         if isinstance(f, ast.Attribute):
             self.attribute(f)  # refuses with the attribute's own reason
@@ -853,6 +900,10 @@ def _resolve(checker: _Checker, kernel, constants, line_offset) -> dict:
             raise KernelLanguageError(
                 "`np` outside the kernel is not NumPy; kernels use `import numpy as np`",
                 construct="np")
+        if checker.uses_math and globs.get("math", math) is not math and "math" not in closure:
+            raise KernelLanguageError(
+                "`math` outside the kernel is not Python's math module; kernels use "
+                "`import math`", construct="math")
     return values
 
 
@@ -904,14 +955,14 @@ SAFE_BUILTINS = {name: getattr(builtins, name) for name in BUILTINS}
 def compile_kernel(source: str, constants: dict | None = None):
     """Validate ``source`` (one ``def``) and return the function, defined in a clean namespace.
 
-    The namespace holds ``np`` (NumPy), the ``constants`` and only the builtins of the language
+    The namespace holds ``np`` (NumPy), ``math``, the ``constants`` and only the builtins of the language
     (:data:`SAFE_BUILTINS`), so even code that slipped past :func:`validate` could not import
     or open anything.  This is how the grader turns a learner's kernel text into a function.
     """
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's source text, got {type(source).__name__}")
     k = validate(source, constants)
-    namespace = {"np": np, "__builtins__": dict(SAFE_BUILTINS), **k.constants}
+    namespace = {"np": np, "math": math, "__builtins__": dict(SAFE_BUILTINS), **k.constants}
     text = textwrap.dedent(source)
     filename = f"<kernel {k.name} #{next(_COMPILED)}>"
     exec(compile(text, filename=filename, mode="exec"), namespace)  # validated source, clean namespace

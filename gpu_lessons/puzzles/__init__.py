@@ -68,6 +68,11 @@ def find(puzzle_id: str) -> Puzzle:
     """The puzzle with this id; a ``ValueError`` lists the ids when there is none."""
     if not isinstance(puzzle_id, str):
         raise TypeError(f"puzzle_id must be a str, got {type(puzzle_id).__name__}")
+    if "@" in puzzle_id:  # a per-student variant: "transpose@turn_right" (see .variants)
+        from .variants import variant_puzzle
+
+        base, _, key = puzzle_id.partition("@")
+        return variant_puzzle(find(base), key)
     try:
         return _BY_ID[puzzle_id]
     except KeyError:
@@ -100,6 +105,16 @@ def check(puzzle_id: str, kernel, *, strict: bool = False, **choices) -> None:
         print(result.message)
     else:
         raise PuzzleFailed(result.message, result)
+
+
+def predict(puzzle_id: str, kernel, **choices) -> None:
+    """Print the performance model's line for ``kernel`` at the puzzle's GPU size: its predicted
+    H200 time and limiter beside the worked kernel's recorded H200 time (no GPU needed; it
+    simulates a sample of the full-size launch, a few seconds)."""
+    from ..perf.check import check_line
+
+    line = check_line(find(puzzle_id), kernel, **choices)
+    print(line if line else f"the performance model cannot follow this kernel on {puzzle_id}")
 
 
 def passed(puzzle_id: str, kernel, **choices) -> bool:
@@ -177,6 +192,7 @@ def show(puzzle_id: str, kernel, *, block_index: int = 0, warp: int = 0,
 __all__ = [
     "FAILED", "NOT_ATTEMPTED", "PASSED",
     "Budget", "Case", "Measure", "Puzzle", "PuzzleFailed", "PuzzleResult", "Section",
-    "check", "evaluate", "find", "kernel_from_source", "passed", "puzzles", "run", "run_on_gpu",
+    "check", "evaluate", "find", "kernel_from_source", "passed", "predict", "puzzles", "run",
+    "run_on_gpu",
     "show",
 ]

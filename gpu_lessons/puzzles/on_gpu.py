@@ -56,6 +56,7 @@ class PuzzleGpuRun:
     bandwidth: float | None
     flops: float = 0.0                 # the spec's arithmetic at this size (0: not modelled)
     peak_flops: float | None = None    # the catalog's FP32 peak of the GPU it ran on
+    model: object = None               # gpu_lessons.perf's TimePrediction for this launch
 
     def _rows(self):
         spr = self.sectors_per_request
@@ -87,6 +88,10 @@ class PuzzleGpuRun:
         else:
             rows.append(("memory model: time", f"{self.device} is not in the course's GPU "
                                                f"catalog, so no bandwidth to divide by"))
+        if self.model is not None:
+            rows.append(("performance model (predict_time)",
+                         f"{duration(self.model.seconds)}, limited by {self.model.limiter} "
+                         f"(measured / predicted = {ratio(self.seconds / self.model.seconds)})"))
         return rows
 
     def __repr__(self) -> str:
@@ -190,12 +195,22 @@ def run_on_gpu(puzzle_id, kernel, *, size=None, repeats=20, seed=0, show_source=
     g = catalog_gpu(run.device)
     predicted = (roofline.kernel_time(flops, moved, g.peak_flops("fp32"), g.bandwidth)
                  if g is not None and moved > 0 else None)
+    model = None
+    if g is not None:
+        from ..perf import predict_time
+
+        try:
+            model = predict_time(kernel, grid, block, *p.make_inputs(size, seed=seed).values(),
+                                 gpu=g.name, exact=_validate.flag("exact", exact),
+                                 registers=run.registers_per_thread)
+        except Exception:  # the measurement stands without the model
+            model = None
     return PuzzleGpuRun(p.id, run.device, size, grid, block, wrong is None, wrong,
                         run.timing.median,
                         run.timing.repeats, t.sectors_per_request, int(t.bank_conflicts),
                         int(t.shared_wavefronts), t.simt_efficiency, moved, predicted,
                         g.bandwidth if g is not None else None,
-                        flops, g.peak_flops("fp32") if g is not None else None)
+                        flops, g.peak_flops("fp32") if g is not None else None, model)
 
 
 def _sm_count() -> int:

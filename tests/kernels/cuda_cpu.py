@@ -12,7 +12,11 @@ the GPU; x86-64 computes float and double in SSE registers of their own width, s
 This checks what the translation *means* (types, casts, Python's ``//`` and ``%``, scoping,
 control flow, shared memory, shuffles, atomics) bit for bit against the simulator; it says
 nothing about speed, and nothing about CUDA-only behaviour such as independent thread
-scheduling.  Used by tests/test_cuda_translation.py.
+scheduling.  Shuffles follow PTX ``shfl.sync``: the low 5 bits of the offset, lane mask or
+source lane; a source past the warp's end gives the lane its own value.  A per-lane ``break`` or
+``return`` is the thread's own, as in CUDA; a shuffle or ``__syncwarp()`` that only some lanes
+of a warp reach is undefined in CUDA and not emulated (the harness would wait for the others).
+Used by tests/kernels/test_cuda_c.py, test_equivalence.py and test_plain_python.py.
 """
 
 from __future__ import annotations
@@ -61,14 +65,15 @@ template <class T> static T harness_shfl_from(T v, int src, bool valid) {
     harness_warp_barrier[w]->arrive_and_wait();
     return r;
 }
-template <class T> static T __shfl_down_sync(unsigned, T v, int d) {
-    int src = harness_linear % 32 + d; return harness_shfl_from(v, src, src < 32); }
-template <class T> static T __shfl_up_sync(unsigned, T v, int d) {
-    int src = harness_linear % 32 - d; return harness_shfl_from(v, src, src >= 0); }
+// PTX shfl.sync uses the low 5 bits of the offset, lane mask or source lane (bval[4:0])
+template <class T> static T __shfl_down_sync(unsigned, T v, unsigned d) {
+    int src = harness_linear % 32 + (int)(d & 31u); return harness_shfl_from(v, src, src < 32); }
+template <class T> static T __shfl_up_sync(unsigned, T v, unsigned d) {
+    int src = harness_linear % 32 - (int)(d & 31u); return harness_shfl_from(v, src, src >= 0); }
 template <class T> static T __shfl_xor_sync(unsigned, T v, int m) {
-    int src = (harness_linear % 32) ^ m; return harness_shfl_from(v, src, src < 32); }
+    int src = (harness_linear % 32) ^ (m & 31); return harness_shfl_from(v, src, true); }
 template <class T> static T __shfl_sync(unsigned, T v, int s) {
-    return harness_shfl_from(v, ((s % 32) + 32) % 32, true); }
+    return harness_shfl_from(v, s & 31, true); }
 template <class T> static T atomicAdd(T* p, T v) {
     std::lock_guard<std::mutex> g(harness_atomic_mutex); T old = *p; *p = old + v; return old; }
 template <class T> static T atomicMax(T* p, T v) {

@@ -312,13 +312,13 @@ def _refused(src, args, construct):
 X = (np.ones(32, np.float32), np.zeros(32, np.float32))
 
 
-def test_per_lane_value_in_a_python_if_is_refused():
+def test_per_lane_range_is_refused_with_the_while_form():
     err = _refused("""
     def k(t, x, out):
-        if x[t.thread_idx.x] > 0:
+        for j in range(t.thread_idx.x):
             out[0] = 1.0
     """, X, "per-lane condition")
-    assert "t.if_" in str(err) and err.lineno == 3
+    assert "while j < stop" in str(err) and err.lineno == 3
 
 
 def test_an_integer_literal_beyond_32_bits_is_refused_at_its_line():
@@ -352,26 +352,34 @@ def test_a_variable_that_changes_type_is_refused():
     """, X, "variable type")
 
 
-def test_per_lane_python_logic_is_refused():
-    _refused("""
+def test_and_or_not_take_conditions():
+    err = _refused("""
     def k(t, x, out):
         i = t.thread_idx.x
-        out[i] = 1.0 if (i > 2 and i < 5) else 0.0
-    """, X, "and/or on lanes")
-    _refused("""
+        out[i] = 1.0 if x[i] and i < 5 else 0.0
+    """, X, "and operand")
+    assert "(x[i] != 0) and ..." in str(err) and err.lineno == 4
+    err = _refused("""
     def k(t, x, out):
-        i = t.thread_idx.x
-        with t.if_(0 < i < 5):
-            out[i] = 1.0
-    """, X, "chained comparison on lanes")
+        if not x[t.thread_idx.x]:
+            out[0] = 1.0
+    """, X, "not operand")
+    assert "x[t.thread_idx.x] == 0" in str(err)
+    _refused("""
+    def k(t, x, out, n):
+        out[0] = 1.0 if n or 3 else 0.0
+    """, (*X, 4), "and/or value")
+
+
+def test_conversions_of_lanes_and_mixed_uniform_arms_are_refused():
     _refused("""
     def k(t, x, out):
         out[0] = np.float32(x[t.thread_idx.x])
     """, X, "conversion of lanes")
     _refused("""
-    def k(t, x, out):
-        out[0] = max(x[t.thread_idx.x], 0.0)
-    """, X, "max on lanes")
+    def k(t, x, out, n):
+        out[0] = n if n > 2 else 0.5
+    """, (*X, 4), "conditional types")
 
 
 def test_loop_variable_used_after_its_loop_is_refused():
@@ -420,8 +428,8 @@ def test_run_on_gpu_without_a_gpu_prints_the_skip_line(monkeypatch, capsys):
     assert printed.startswith("No CUDA GPU (") and printed.endswith("runs without it.")
     assert not out.any()   # nothing ran, nothing was written
     with pytest.raises(KernelLanguageError):   # the translation still checks the kernel
-        kernels.run_on_gpu(_kernel("def k(t, x):\n    if x[0] > 0:\n        x[0] = 1.0\n"),
-                        1, 32, x)
+        kernels.run_on_gpu(_kernel("def k(t, x):\n    for j in range(t.lane):\n"
+                                   "        x[0] = 1.0\n"), 1, 32, x)
     with pytest.raises(ValueError, match="1024"):
         kernels.run_on_gpu(simt_kernels.reduce_sequential, 1, (64, 32), x, out)
     # the launch is checked against CUDA's per-axis limits, as the simulator checks it
@@ -462,7 +470,7 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
     assert out[0].startswith(f'extern "C" __global__ void {p.kernel_name}(')
     assert out[-1].startswith("No CUDA GPU (")
     bad = _kernel(f"def {p.kernel_name}(t, {', '.join(p.params)}):\n"
-                  f"    if t.thread_idx.x > 0:\n        pass\n")
+                  f"    for j in range(t.thread_idx.x):\n        pass\n")
     with pytest.raises(KernelLanguageError):
         puzzles.run_on_gpu(p.id, bad)
 
@@ -470,8 +478,8 @@ def test_puzzle_gpu_cell_without_a_gpu_checks_the_kernel_then_skips(monkeypatch,
 def test_a_refused_kernel_shows_a_short_traceback():
     """The message names the learner's line; a notebook shows no translator frames above it."""
     def per_lane_if(t, x):
-        if x[t.thread_idx.x] > 0:
-            x[0] = 1
+        for j in range(t.thread_idx.x):
+            x[j] = 1
 
     def imports(t, x):
         import os  # noqa: F401
@@ -480,3 +488,102 @@ def test_a_refused_kernel_shows_a_short_traceback():
         with pytest.raises(KernelLanguageError, match=r"^line \d+: ") as info:
             kernels.to_cuda(kernel, np.zeros(4, np.float32))
         assert info.traceback[-1].name == "to_cuda"
+
+
+# -- plain Python, unsigned built-ins, FP64, shuffle offsets, 64-bit indices ------------------
+
+def test_unsigned_builtins_are_signed_where_a_value_can_be_negative():
+    k = _kernel("""
+    def k(t, x, f64, i64, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        f64[i] = (t.thread_idx.x - 5) * 0.5
+        i64[i] = t.thread_idx.x - 5
+        x[i] = t.where(t.thread_idx.x > n, 1.0, 0.0)
+    """)
+    args = (np.zeros(32, np.float32), np.zeros(32, np.float64), np.zeros(32, np.int64), -1)
+    body = kernels.to_cuda(k, *args).body
+    assert "int i = blockIdx.x * blockDim.x + threadIdx.x;" in body   # >= 0: left as written
+    assert "f64[i] = ((int)threadIdx.x - 5) * 0.5;" in body
+    assert "i64[i] = (int)threadIdx.x - 5;" in body
+    assert "(int)threadIdx.x > n ? 1.0 : 0.0" in body   # np.where of two Python floats: float64
+
+
+@needs_gxx
+def test_unsigned_builtins_give_the_simulators_values_on_the_cpu():
+    """The three cases the unsigned built-ins got wrong: -2.5 (not 2.1e9), 1 (not 0) for
+    threadIdx.x > -1, and -5 (not 4294967291) stored as int64."""
+    k = _kernel("""
+    def k(t, x, f64, i64, n):
+        i = t.thread_idx.x
+        f64[i] = (t.thread_idx.x - 5) * 0.5
+        i64[i] = t.thread_idx.x - 5
+        x[i] = t.where(t.thread_idx.x > n, 1.0, 0.0)
+    """)
+    args = [np.zeros(32, np.float32), np.zeros(32, np.float64), np.zeros(32, np.int64), -1]
+    cpu.run_cpu(kernels.to_cuda(k, *args), 1, 32, *args)
+    lanes = np.arange(32)
+    np.testing.assert_array_equal(args[1], (lanes - 5) * 0.5)
+    np.testing.assert_array_equal(args[2], lanes - 5)
+    np.testing.assert_array_equal(args[0], np.ones(32, np.float32))   # every lane > -1
+
+
+def test_fp64_is_named_in_the_header_with_its_lines():
+    k = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        acc = t.local(0.0)
+        acc[...] = acc + x[i]
+        out[i] = acc
+    """)
+    src = str(kernels.to_cuda(k, *X))
+    assert "// computes in FP64 (double) on line 5: acc[...] = acc + x[i];" in src
+    assert "1/2 of FP32's rate on an H200 and 1/64 on consumer GPUs" in src
+    assert "t.local(0.0, np.float32) or acc = 0.0 then acc += x[i]" in src
+    fixed = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        acc = 0.0
+        acc += x[i]
+        out[i] = acc
+    """)
+    src = kernels.to_cuda(fixed, *X)
+    assert "FP64" not in src and "float acc = 0.0f;" in src
+
+
+def test_the_header_says_what_a_32_bit_overflow_is_and_the_64_bit_index_is_long_long():
+    k = _kernel("""
+    def k(t, x, out, n):
+        i = np.int64(t.block_idx.x) * t.block_dim.x + t.thread_idx.x
+        big = np.int64(n) * n
+        out[i] = big % 7
+    """)
+    src = kernels.to_cuda(k, np.zeros(32, np.float32), np.zeros(32, np.int64), 100_000)
+    assert "undefined behaviour in C++" in src
+    assert "long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;" in src.body
+    assert "long long big = (long long)n * n;" in src.body
+
+
+@needs_gxx
+def test_shuffle_offsets_pass_through_and_use_their_low_5_bits():
+    k = _kernel("""
+    def k(t, x, out):
+        i = t.thread_idx.x
+        v = x[i]
+        out[4 * i] = t.shfl_down(v, 33)
+        out[4 * i + 1] = t.shfl_up(v, 34)
+        out[4 * i + 2] = t.shfl_xor(v, 35)
+        out[4 * i + 3] = t.shfl_idx(v, -1)
+    """)
+    x, out = np.arange(32, dtype=np.float32), np.zeros(128, np.float32)
+    src = kernels.to_cuda(k, x, out)
+    for call in ("__shfl_down_sync(0xffffffff, v, 33)", "__shfl_up_sync(0xffffffff, v, 34)",
+                 "__shfl_xor_sync(0xffffffff, v, 35)", "__shfl_sync(0xffffffff, v, -1)"):
+        assert call in src.body
+    cpu.run_cpu(src, 1, 32, x, out)
+    lane = np.arange(32)
+    got = out.reshape(32, 4)
+    # PTX shfl.sync: offset & 31; a source past the warp's end gives the lane its own value
+    np.testing.assert_array_equal(got[:, 0], np.where(lane + 1 < 32, lane + 1, lane))
+    np.testing.assert_array_equal(got[:, 1], np.where(lane - 2 >= 0, lane - 2, lane))
+    np.testing.assert_array_equal(got[:, 2], lane ^ 3)
+    np.testing.assert_array_equal(got[:, 3], np.full(32, 31))

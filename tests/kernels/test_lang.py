@@ -1,7 +1,7 @@
 """The kernel language: what validate accepts, what it refuses (one test per construct class),
 and that the grader's compile helper gives a function in a clean namespace.
 
-The expectations are written from the language's rules in gpu_lessons/kernel_lang.py's
+The expectations are written from the language's rules in gpu_lessons/kernels/lang.py's
 docstring (and docs/kernel_language.md), not from the checker's output.
 """
 
@@ -171,7 +171,10 @@ def test_exceptions_and_del_are_refused(body, construct):
 @pytest.mark.parametrize("body,construct", [
     ("y = [i for i in range(3)]\n", "comprehension"),
     ("y = x[1:3]\n", "slice"),
-    ("a, b = 1, 2\n", "tuple assignment"),
+    ("a, b = n\n", "tuple assignment"),
+    ("a, b = 1, 2, 3\n", "tuple assignment"),
+    ("out[0], b = 1, 2\n", "tuple assignment"),
+    ("[a, b] = 1, 2\n", "tuple assignment"),
     ("a = b = 1\n", "multiple targets"),
     ("y = (z := 3)\n", "walrus"),
     ("y = (1, 2)\n", "container"),
@@ -181,7 +184,12 @@ def test_exceptions_and_del_are_refused(body, construct):
     ("x[0]\n", "expression statement"),
     ("return 3\n", "return value"),
     ("for i in range(3):\n    pass\nelse:\n    pass\n", "loop else"),
-    ("for i in [1, 2]:\n    pass\n", "for loop"),
+    ("for i in x:\n    pass\n", "for loop"),
+    ("for i in (1, n):\n    pass\n", "loop value"),
+    ("for i, j in ((1, 2),):\n    pass\n", "for target"),
+    ("y = math.floor\n", "math name"),
+    ("y = math.gcd(4, 2)\n", "math name"),
+    ("y = math\n", "math"),
     ("y: int = 3\n", "annotation"),
     ("y = f(3)\n", "call"),
 ])
@@ -189,11 +197,75 @@ def test_python_constructs_without_a_cuda_counterpart_are_refused(body, construc
     _refused(body, construct)
 
 
+def test_plain_python_control_flow_is_accepted():
+    """Plain if/while/for with break, continue and return anywhere inside them (per lane or
+    not), and/or/not, chained comparisons, conditional expressions, tuple assignment, loops over
+    literal tuples, math.*, min/max/abs: each means what CUDA C means (docs/kernel_language.md)."""
+    src = """
+    def k(t, x, out, n):
+        i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+        if i >= n:
+            return
+        lo, hi = 0, n - 1
+        lo, hi = hi, lo
+        v = x[i - 1] if i > 0 else 0.0
+        acc = 0.0
+        j = 0
+        while j < n:
+            if x[j] < 0 and not x[j] > -1 or 0 < j < 3:
+                break
+            elif x[j] == 0:
+                j += 1
+                continue
+            else:
+                acc += math.sqrt(abs(x[j])) + min(v, x[j]) + max(v, 1.0, x[j])
+            j += 1
+        for d in (16, 8, 4, 2, 1):
+            acc += t.shfl_down(acc, d)
+            if d < -1:
+                break
+        for w in [0.5, -1.5, math.pi]:
+            acc *= w
+        for _ in range(3):
+            if x[i] > 0:
+                continue
+        out[i] = acc + math.floor(v)
+    """
+    k = kl.validate(src)
+    assert k.locals >= {"lo", "hi", "v", "acc", "j", "d", "w"}
+
+
+def test_math_must_be_the_math_module():
+    import math
+    import types
+
+    code = compile("def kernel(t, a):\n    a[0] = math.sqrt(2.0)\n", "<kernel>", "exec")
+    for value, ok in ((np, False), (math, True)):
+        namespace = {"math": value}
+        exec(code, namespace)
+        fn = namespace["kernel"]
+        assert isinstance(fn, types.FunctionType)
+        source = "def kernel(t, a):\n    a[0] = math.sqrt(2.0)\n"
+        import linecache
+        linecache.cache["<kernel>"] = (len(source), None, source.splitlines(True), "<kernel>")
+        if ok:
+            assert kl.validate(fn).name == "kernel"
+        else:
+            with pytest.raises(kl.KernelLanguageError) as info:
+                kl.validate(fn)
+            assert info.value.construct == "math"
+
+
 def test_control_flow_that_python_runs_for_the_whole_warp_is_refused():
-    _refused("for i in range(n):\n    with t.if_(x[i] > 0):\n        break\n", "break")
+    err = _refused("for i in range(n):\n    with t.if_(x[i] > 0):\n        break\n", "break")
+    assert "use plain `if`/`while`" in str(err)
     _refused("for i in range(n):\n    with t.if_(x[i] > 0):\n        continue\n", "continue")
     _refused("for _ in t.while_(lambda: n > 0):\n    break\n", "break")
-    _refused("with t.if_(t.lane > 0):\n    return\n", "return")
+    err = _refused("with t.if_(t.lane > 0):\n    return\n", "return")
+    assert "use plain `if`/`while`" in str(err)
+    _refused("with t.if_(t.lane > 0):\n    if n > 0:\n        return\n", "return")
+    _refused("for _ in t.while_(lambda: n > 0):\n    if n > 2:\n        continue\n",
+             "continue")
     _refused("break\n", "break")
 
 
@@ -204,6 +276,7 @@ def test_placement_rules():
     _refused("t.sync\n", "expression statement")
     _refused("y = t.where(n > 0, t.shfl_down(n, 1), 0)\n", "side effect in a conditional arm")
     _refused("y = t.shfl_down(n, 1) if n > 0 else 0\n", "side effect in a conditional arm")
+    _refused("y = n > 0 and t.shfl_down(n, 1) > 0\n", "side effect in a conditional arm")
     _refused("y = 3\ny[...] = 4\n", "y[...] assignment")
     _refused("with open('f'):\n    pass\n", "with")
 

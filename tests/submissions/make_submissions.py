@@ -370,14 +370,101 @@ HOSTILE = {
 }
 
 
+# The three breaches and the weaknesses of the second red-team review, each retried.  Every
+# one ends with the three answers, the last of them depending on whether the attack was
+# stopped (`blocked`): a notebook whose attack worked loses the 05.axpy_bound point, so a
+# full score proves the attack failed (tests/test_grade_breaches.py).
+MEMFD_HOG = '''\
+import os
+
+# Pages held by memfds use no address space (RLIMIT_AS does not see them) and count in no
+# process's RSS: 48 x 64 MiB = 3 GiB, more than the container's 2.5 GiB.
+fds = []
+for i in range(48):
+    fd = os.memfd_create(f"hog{i}")
+    os.ftruncate(fd, 64 * 2**20)
+    os.write(fd, b"x" * (64 * 2**20))
+    fds.append(fd)
+blocked = False'''
+
+USERNS_TMPFS = '''\
+import subprocess
+
+# A user namespace of its own could mount a tmpfs outside the sandbox's size limits.
+try:
+    made = subprocess.run(["unshare", "-Urm", "sh", "-c",
+                           "mount -t tmpfs none /tmp && head -c 1048576 /dev/zero > /tmp/x"],
+                          capture_output=True, timeout=20)
+    blocked = made.returncode != 0
+except (OSError, subprocess.SubprocessError):
+    blocked = True'''
+
+KEYRING = '''\
+import ctypes
+
+# Keyrings belong to a user id, not to a namespace: plant a key in the user keyring, and
+# look for one a classmate graded earlier in the same user-id slot planted.
+libc = ctypes.CDLL(None, use_errno=True)
+KEY_SPEC_USER_KEYRING = -4
+planted = libc.syscall(248, b"user", b"gpu-lessons-plant", b"answers", 7,
+                       KEY_SPEC_USER_KEYRING)  # add_key
+found = libc.syscall(249, b"user", b"gpu-lessons-plant", None, 0)  # request_key
+blocked = planted < 0 and found < 0'''
+
+FORGED_STREAM = '''\
+import json
+
+# 56 MiB of well-formed events into the worker's result pipe (pidfd_getfd): it once grew the
+# grader from 79 to 1,058 MiB.
+try:
+    with grader_channel() as out:
+        line = json.dumps({"event": "cell", "index": 1}).encode() + b"\\n"
+        for _ in range(56 * 2**20 // len(line)):
+            out.write(line)
+    blocked = False
+except OSError:
+    blocked = True'''
+
+MARKDOWN = '''\
+# An exception whose name is Markdown: a link, an image, a heading after a line break.
+Evil = type("Pwn](https://evil.example/)![x](https://evil.example/i.png)", (Exception,), {})
+raise Evil("`code` <b>bold</b> [link](https://evil.example/)")'''
+
+
+def _then(answer: str) -> str:
+    return ("axpy_bound = 'memory-bound' if blocked else 'compute-bound'\n"
+            "check('05.axpy_bound', axpy_bound)") if answer == AXPY else answer
+
+
+def _guarded(code: str) -> list[str]:
+    return [SANDBOX_ONLY, "blocked = True", attack(code), IMPORT, RIDGE, _then(AXPY), KTIME]
+
+
+BREACHES = {
+    "memfd_05.ipynb": [SANDBOX_ONLY, IMPORT, RIDGE, "blocked = True", attack(MEMFD_HOG),
+                       _then(AXPY), KTIME],
+    "userns_05.ipynb": _guarded(USERNS_TMPFS),
+    "keyring_05.ipynb": _guarded(KEYRING),
+    "keyring2_05.ipynb": _guarded(KEYRING),
+    "forged_05.ipynb": [SANDBOX_ONLY, "blocked = True", RESULT_CHANNEL, attack(FORGED_STREAM),
+                        IMPORT, RIDGE, _then(AXPY), KTIME],
+    "markdown_05.ipynb": [*GOOD, MARKDOWN],
+}
+
+
 def write_all(folder: Path = HERE) -> list[Path]:
     written = []
-    for name, cells in {**NOTEBOOKS, **HOSTILE}.items():
+    breaches = folder / "breaches"
+    breaches.mkdir(exist_ok=True)
+    for name, cells in {**NOTEBOOKS, **HOSTILE,
+                        **{f"breaches/{k}": v for k, v in BREACHES.items()}}.items():
         nb = new_notebook(cells=[new_markdown_cell(f"Test submission `{name}`"),
                                  *(new_code_cell(src) for src in cells)])
         for i, cell in enumerate(nb.cells):  # fixed ids: regenerating changes nothing
             cell.id = f"cell-{i}"
-        nb.metadata["gpu_lessons"] = {"chapter": 5}
+        # A released notebook's metadata may spell the chapter "05": it must not matter.
+        nb.metadata["gpu_lessons"] = {"chapter": "05" if name == "breaches/keyring2_05.ipynb"
+                                      else 5}
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                      "language": "python"}
         path = folder / name
@@ -420,6 +507,25 @@ def write_hostile_files(folder: Path) -> dict[str, str]:
     with open(os.path.join(os.fsencode(folder), b"latin\xe9_05.ipynb"), "w") as f:
         f.write("{oops")  # a Latin-1 name: Python reads it with a lone surrogate in it
     made[os.fsdecode(b"latin\xe9_05.ipynb")] = "a file name that is not UTF-8"
+    return made
+
+
+def write_breach_files(folder: Path) -> dict[str, str]:
+    """The breach files made at test time: 336k empty cells (32 MiB), a hard link to a
+    classmate's notebook, a name with backticks and Markdown.  Returns {name: what it is}."""
+    cell = b'{"cell_type":"code","metadata":{},"outputs":[],"source":""},'
+    n = (32 * 2**20 - 200) // len(cell)
+    body = b'{"nbformat":4,"nbformat_minor":5,"metadata":{"gpu_lessons":{"chapter":5}},"cells":['
+    with open(folder / "cells_05.ipynb", "wb") as f:
+        f.write(body + cell * (n - 1) + cell[:-1] + b"]}")
+    made = {"cells_05.ipynb": f"{n:,} empty cells"}
+    good = HERE / "good_05.ipynb"
+    (folder / "victim_05.ipynb").write_bytes(good.read_bytes())
+    os.link(folder / "victim_05.ipynb", folder / "thief_05.ipynb")
+    made["thief_05.ipynb"] = made["victim_05.ipynb"] = "two names of one file (a hard link)"
+    name = "tick`](https:evil)`_05.ipynb"
+    (folder / name).write_bytes(good.read_bytes())
+    made[name] = "a name with backticks and a Markdown link"
     return made
 
 

@@ -505,9 +505,10 @@ def predicted_traffic(stride: int, element_bytes: int, offset: int = 0, *,
     two warps share (a misaligned copy's boundary) moves once.  ``sectors_read`` is still
     the first warp's own count, the number Nsight Compute reports per request.
 
-    ``fetch_bytes`` > 32: on a miss L2 fetches ``fetch_bytes`` aligned bytes from DRAM (the
-    CUDA runtime's ``cudaLimitMaxL2FetchGranularity``: 64 B on the H200 in
-    ``docs/measured/h200.md``), so the moved bytes are the distinct ``fetch_bytes`` blocks the
+    ``fetch_bytes`` > 32: on a miss L2 fetches ``fetch_bytes`` aligned bytes from DRAM (64 B
+    fits the H200's strided copies within 13 %, ``docs/measured/h200.md``; the CUDA runtime's
+    ``cudaLimitMaxL2FetchGranularity`` is a hint, an upper bound a program sets, not a report
+    of what a miss fetches), so the moved bytes are the distinct ``fetch_bytes`` blocks the
     sectors fall in.  It matters once lanes are 64 bytes or more apart and each uses only one
     sector of its block.
     """

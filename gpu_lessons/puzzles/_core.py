@@ -80,6 +80,13 @@ class Budget:
         return f"{self.name} {m.relation(self.limit)} {limit}"
 
 
+#: Why every coalescing budget of 32-bit data is 4 sectors per request.  An exercise set says
+#: it once, above its puzzles; a statement then shows :data:`COALESCED_SHORT` in its place.
+COALESCED_WHY = ("memory moves in 32-byte sectors: 32 consecutive 4-byte values (float32 or int32) "
+                 "are 128 B = 4 sectors, while lanes far apart need a sector each")
+COALESCED_SHORT = "32 consecutive 4-byte values: 4 sectors (see *sectors* above)"
+
+
 @dataclass(frozen=True)
 class Puzzle:
     """One kernel puzzle.  The fields are the whole statement; no answer is kept here.
@@ -176,7 +183,9 @@ class Puzzle:
 
     def describe(self) -> str:
         """The statement shown above the stub (markdown)."""
-        budgets = "".join(f"\n  - {b.describe()} — {b.why}" for b in self.budgets)
+        budgets = "".join(f"\n  - {b.describe()} — "
+                          f"{COALESCED_SHORT if b.why == COALESCED_WHY else b.why}"
+                          for b in self.budgets)
         reading = "; ".join(f"{s}" for s in self.sections)
         return (f"**Goal.** {self.goal}\n\n"
                 f"- Spec (NumPy): `{self.spec}`\n"
@@ -267,20 +276,25 @@ class PuzzleResult:
 
 # -- judging ------------------------------------------------------------------------------------
 
-#: A race: the misconception box there says what a barrier guarantees (every shared-memory
-#: write before it is seen by the whole block after it).
-RACE_SECTION = Section(3, "6. Keeping copies consistent: write-through and write-back")
-#: A barrier reached from different lines: what a block's barrier is.
-BARRIER_SECTION = Section(2, "1. The execution hierarchy: thread → warp → block → SM")
-SHARED_SECTION = Section(3, "L1 cache and shared memory: one SRAM, two uses")
+#: A race between warps, a barrier reached from different lines, a read of shared memory no
+#: thread wrote: the section that stages a tile and says what a barrier guarantees (no thread
+#: passes it until all the block's threads reach it, so every store before it precedes every
+#: load after it).
+RACE_SECTION = Section(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
+BARRIER_SECTION = RACE_SECTION
+SHARED_SECTION = RACE_SECTION
+#: A race between the lanes of one warp (a missing ``t.syncwarp()``): the section on a warp's
+#: last steps of a tree.
+WARP_RACE_SECTION = Section(7, "5.4 Reductions and scans: trees in shared memory")
 #: Where an index past an array's end (guard it with ``t.return_if``) and a per-lane value in a
 #: Python ``if`` (write ``t.if_``) are explained: the lesson's first simulator kernel does both.
 ERROR_SECTION = Section(2, "2. SIMT: one instruction, 32 lanes, an active mask")
 
-#: Checked on every puzzle whose kernel shuffles: a shuffle must read only active lanes.
+#: Checked on every puzzle whose kernel shuffles: every lane a shuffle's mask names (all 32)
+#: must execute it, so none may be switched off by a branch or a return.
 SHUFFLES_READ_ACTIVE_LANES = Budget(
-    "shuffle_inactive_reads", 0, "a shuffle must name only lanes that take part in it (CUDA "
-    "leaves the value read from an inactive lane undefined)")
+    "shuffle_inactive_reads", 0, "every lane named in a shuffle's mask (all 32 here) must "
+    "execute it (CUDA leaves the result undefined otherwise): shuffle outside the branch")
 #: Checked on every puzzle whose kernel uses atomics but whose budgets do not measure them:
 #: there a contended atomic (``t.atomic_add(out, b, v)`` from every lane) would stand in for
 #: the tree, the tiles or the shuffles the puzzle is about.
@@ -294,11 +308,11 @@ UNCONTENDED_ATOMICS = Budget(
 #: one keeps the work spread over the threads: see :func:`spread_budget`.
 WORKED_BUSIEST_WARP = {
     "map": 3, "zip": 4, "guard": 5, "map_2d": 11, "broadcast": 10, "blocks": 6,
-    "blocks_2d": 13, "split_work": 7, "stencil": 38, "dot": 65, "histogram_global": 5,
+    "blocks_2d": 13, "split_work": 7, "stencil": 38, "dot": 64, "histogram_global": 5,
     "histogram_shared": 14, "aos_to_soa": 36, "transpose_naive": 8, "transpose_tiled": 13,
     "transpose": 13, "matmul_naive": 121, "matmul_tiled": 157, "ilp": 23, "occupancy": 48,
-    "reduce_tree": 80, "reduce_warp_uniform": 80, "reduce": 72, "reduce_shuffle": 30,
-    "scan_hillis_steele": 66, "scan_blelloch": 237, "matmul_register": 614, "grid_stride": 32,
+    "reduce_tree": 79, "reduce_warp_uniform": 79, "reduce": 71, "reduce_shuffle": 30,
+    "scan_hillis_steele": 65, "scan_blelloch": 317, "matmul_register": 614, "grid_stride": 32,
     "segmented_sum": 79, "softmax": 166,
 }
 
@@ -535,7 +549,8 @@ def _hazard(result: simt.SimResult):
         # a race between warps first: the t.sync() it needs orders a warp's lanes too, while
         # the t.syncwarp() a race inside one warp asks for would leave the other one standing
         r = next((r for r in result.races if not r.within_warp), result.races[0])
-        return "race", f"{r}: a {r.missing} is missing", r.other_line, RACE_SECTION
+        section = WARP_RACE_SECTION if r.within_warp else RACE_SECTION
+        return "race", f"{r}: a {r.missing} is missing", r.other_line, section
     for u in result.uninitialised_reads:
         return "uninitialised", str(u), u.line, SHARED_SECTION
     for note in result.notes:

@@ -366,12 +366,11 @@ METRICS: dict[str, Metric] = {
                                 _loads_per_element, False,
                                 (7, "3.2 Data reuse: block, warp and thread tiling"), None),
     "barriers": Metric("barriers", "per block", _barriers, False,
-                       (7, "5.3 Stable execution paths: divergence and needless "
-                           "synchronisation"), None),
+                       (7, "5.4 Reductions and scans: trees in shared memory"), None),
     "shared_stores_per_element": Metric("shared-memory stores", "per element",
                                         _shared_stores_per_element, False,
-                                        (7, "4. The compute-bound route: keep the units fed "
-                                            "with useful instructions"), None),
+                                        (7, "5.4 Reductions and scans: trees in shared "
+                                            "memory"), None),
     "shared_loads_per_fma": Metric("shared-memory loads", "per multiply-add",
                                    _shared_loads_per_fma, False,
                                    (7, "3.2 Data reuse: block, warp and thread tiling"), None),
@@ -404,8 +403,8 @@ METRICS: dict[str, Metric] = {
                            (2, "1. The execution hierarchy: thread → warp → block → SM"), 0),
     "shuffle_inactive_reads": Metric("shuffle reads of inactive lanes", "",
                                      _shuffle_inactive_reads, False,
-                                     (7, "5.3 Stable execution paths: divergence and needless "
-                                         "synchronisation"), None),
+                                     (7, "5.4 Reductions and scans: trees in shared memory"),
+                                     None),
     "occupancy": Metric("occupancy on an H100 (CC 9.0)", "%", _occupancy_metric, True,
                         (6, "2. Occupancy and the limits on resident warps")),
 }

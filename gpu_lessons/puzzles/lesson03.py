@@ -13,6 +13,7 @@ SHARED = S(3, "L1 cache and shared memory: one SRAM, two uses")
 L2 = S(3, "L2: one cache for the whole GPU")
 BINS = 16
 HIERARCHY = S(2, "1. The execution hierarchy: thread → warp → block → SM")
+STAGING = S(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
 
 
 def _halo_loads(n):
@@ -47,10 +48,10 @@ PUZZLES = (
         valid=lambda n: size_int("n", n, low=2),
         budgets=(Budget("loads_per_element", _halo_loads,
                         "each element once, plus two halo values per block but the first: "
-                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=SHARED,
+                        "n + 2·(⌈n/128⌉ − 1) loads", array="x", section=STAGING,
                         limit_text="(n + 2·(⌈n / 128⌉ − 1)) / n per element"),
                  loads("x"), stores("out")),
-        sections=(SHARED,), picture="x",
+        sections=(STAGING, SHARED), picture="x",
     ),
     Puzzle(
         id="dot", title="Dot product: a block reduction", lesson=3,
@@ -67,13 +68,14 @@ PUZZLES = (
         launch=lambda n: (1, n),
         sizes=({"n": 128},), more=({"n": 32},), gpu_size={"n": 1024},
         valid=lambda n: power_of_two("n", n, low=2, high=1024),
-        budgets=(Budget("barriers", lambda n: 1 + math.log2(n),
-                        "one after the products are stored, one after each of the log₂ n "
-                        "halving steps", section=SHARED, limit_text="1 + log₂ n per block"),
+        budgets=(Budget("barriers", lambda n: math.log2(n),
+                        "one before each of the log₂ n halving steps (the first waits for "
+                        "the products); none after the last, whose sum thread 0 wrote "
+                        "itself", section=STAGING, limit_text="log₂ n per block"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="a"),
                  Budget("loads_per_element", 1.0, "each value is needed once", array="b"),
                  loads("a"), loads("b")),
-        sections=(SHARED, HIERARCHY), picture="a",
+        sections=(STAGING, HIERARCHY), picture="a",
     ),
     Puzzle(
         id="histogram_global", title="Histogram with global atomics", lesson=3,
@@ -97,7 +99,9 @@ PUZZLES = (
         goal=f"The same histogram, but each block first counts into its own {BINS} bins in "
              "shared memory (zeroed by the block, atomics on shared memory), then adds its "
              f"{BINS} totals to `hist` with one global atomic per bin. Contention moves from "
-             "the L2 cache to the SM, and the global atomics stop colliding. The bins are "
+             "the L2 cache to the SM: every block still adds to the same {BINS} bins, but it "
+             f"sends {BINS} global atomics instead of 128, each bin from its own lane, so no "
+             "warp instruction's lanes collide on one address. The bins are "
              f"`t.shared({BINS}, np.int32)`; `t.atomic_add` works on a shared array as on a global "
              "one, and `t.sync()` separates zeroing, counting and merging.",
         params=("x", "hist", "n"), outputs=("hist",), spec=HISTOGRAM_SPEC,

@@ -10,6 +10,7 @@ from ._build import S, cdiv, loads, size_int, stores, unwritten, values
 from ._core import Budget, Puzzle
 
 INTENSITY = S(5, "3. The kernel: FLOPs, bytes and arithmetic intensity")
+BANKS = S(4, "5. Shared memory banks")
 
 
 def _matmul_inputs(s, rng):
@@ -62,7 +63,12 @@ PUZZLES = (
                  Budget("loads_per_element", lambda n: n / 16, "b's column of tiles is read "
                         "once by each of the n / 16 blocks along its column of c", array="b",
                         section=INTENSITY, limit_text="n / 16 per element"),
-                 loads("a"), loads("b"), stores("c")),
-        sections=(INTENSITY,), picture="a", picture_row="n",
+                 loads("a"), loads("b"), stores("c"),
+                 Budget("bank_conflicts", 0, "a warp is 2 rows of 16 threads: stored as "
+                        "`sa[ty, tx]`, each tile row goes to 16 consecutive banks and "
+                        "`sa[ty, k]` is read by a row's 16 lanes at once (a broadcast); a tile "
+                        "stored transposed puts a warp's stores 16 words apart, in 2 banks",
+                        section=BANKS)),
+        sections=(INTENSITY, BANKS), picture="a", picture_row="n",
     ),
 )

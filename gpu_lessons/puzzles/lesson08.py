@@ -11,6 +11,7 @@ LAUNCH = S(8, "2. Launch overhead and kernel granularity")
 SMALL_BATCHES = S(8, "Small batches leave the GPU hungry")
 FUSION = S(7, "4.2 Fused kernels and pipelining")
 PERSISTENT = S(7, "5.2 Scheduling: launch overhead, persistent kernels, work queues")
+GRID_STRIDE = S(8, "A grid-stride loop: one launch for any size")
 
 
 def _segments(s, rng):
@@ -39,7 +40,7 @@ PUZZLES = (
         sizes=({"n": 1024},), more=({"n": 1000}, {"n": 77}), gpu_size={"n": 1 << 24},
         valid=lambda n: size_int("n", n),
         budgets=(loads("x"), stores("out"), once("x")),
-        sections=(PERSISTENT, LAUNCH), picture="x",
+        sections=(GRID_STRIDE, PERSISTENT), picture="x",
     ),
     Puzzle(
         id="segmented_sum", title="Many small sums in one launch", lesson=8,

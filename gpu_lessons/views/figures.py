@@ -1,0 +1,209 @@
+"""Static figures the lessons draw from the course's own data: no widgets, one bokeh figure each.
+
+* :func:`execution_hierarchy` -- a catalog GPU's SMs, each holding the blocks (and warps) of a
+  launch that the occupancy model says fit on it at once;
+* :func:`memory_hierarchy` -- the memory ladder of a catalog GPU: each level's size (bar
+  length, log scale), bandwidth and latency, as :func:`gpu_lessons.ladder.memory_ladder`
+  gives them;
+* :func:`scan_tree` -- the data flow of a kernel between barriers, read from the simulator's
+  record of a run: every shared-memory store joined to the shared values its thread read
+  since its previous store.  A scan's up-sweep and down-sweep (or a reduction's tree) show as
+  the learner's own kernel ran them.
+
+Every number drawn is a model's, the catalog's or the simulator's; :data:`FIGURES` lists the
+figures for the browser test, as :data:`gpu_lessons.views.EXPLORERS` lists the explorers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d
+from bokeh.plotting import figure
+from jupyter_bokeh import BokehModel
+
+from .. import _validate
+from .._format import memory_size, si
+from ..hardware import gpu as catalog_gpu
+from ..kernels.simt import SimResult
+from ..ladder import memory_ladder
+from ..occupancy import occupancy
+from ._base import PALETTE
+
+#: Each figure as "module:factory", called with no arguments for its default drawing.
+FIGURES = {
+    "execution_hierarchy": "gpu_lessons.views.figures:execution_hierarchy",
+    "memory_hierarchy": "gpu_lessons.views.figures:memory_hierarchy",
+    "reduction_tree": "gpu_lessons.views.figures:reduction_tree_example",
+}
+
+_SM_COLUMNS = 12
+
+
+class Drawing:
+    """One figure, drawn as a notebook cell's value (wrapped in a ``jupyter_bokeh`` widget of
+    class ``gpu-lessons-figure``, as :class:`~gpu_lessons.views.kernel_picture.KernelPicture`
+    is, so it needs no setup call); ``.figure`` is the bokeh figure."""
+
+    def __init__(self, fig):
+        self.figure = fig
+        self._widget = None
+
+    def __repr__(self) -> str:
+        return f"Drawing({self.figure.title.text})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        if self._widget is None:  # one widget per drawing: a bokeh model joins one document
+            self._widget = BokehModel(self.figure)
+            self._widget.add_class("gpu-lessons-figure")
+        return self._widget._repr_mimebundle_(**kwargs)
+
+
+def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
+                        registers_per_thread: int = 32):
+    """Grid → block → warp → thread on ``gpu``'s SMs: one square per SM (the catalog's count),
+    filled with the blocks of ``threads_per_block`` threads the occupancy model lets one SM
+    hold at ``registers_per_thread``; each block is a column of its warps."""
+    g = catalog_gpu(gpu)
+    r = occupancy(g.cc, threads_per_block=threads_per_block,
+                  registers_per_thread=registers_per_thread)
+    warps = -(-threads_per_block // 32)
+    sm = {"x": [], "y": [], "label": []}
+    blk = {"x": [], "y": [], "w": [], "h": [], "sm": [], "block": []}
+    rows = -(-g.sms // _SM_COLUMNS)
+    for s in range(g.sms):
+        x, y = s % _SM_COLUMNS, rows - 1 - s // _SM_COLUMNS
+        sm["x"].append(x + 0.5)
+        sm["y"].append(y + 0.5)
+        sm["label"].append(f"SM {s}")
+        for b in range(r.blocks_per_sm):
+            w = 0.84 / r.blocks_per_sm
+            blk["x"].append(x + 0.08 + w * (b + 0.5))
+            blk["y"].append(y + 0.5)
+            blk["w"].append(w * 0.85)
+            blk["h"].append(0.84 * r.warps_per_sm / 64)   # the SM's share of warp slots
+            blk["sm"].append(s)
+            blk["block"].append(s + g.sms * b)
+    p = figure(width=720, height=60 * rows + 80, toolbar_location=None,
+               title=(f"{g.name}: {g.sms} SMs × {r.blocks_per_sm} blocks of "
+                      f"{threads_per_block} threads ({warps} warps of 32) resident on each: "
+                      f"{r.warps_per_sm} of 64 warps per SM, "
+                      f"{g.sms * r.blocks_per_sm * threads_per_block:,} threads at once"),
+               x_range=Range1d(0, _SM_COLUMNS), y_range=Range1d(0, rows))
+    p.rect("x", "y", 0.92, 0.92, source=ColumnDataSource(sm), fill_color="#F2F2F2",
+           line_color="#999999")
+    src = ColumnDataSource(blk)
+    p.rect("x", "y", "w", "h", source=src, fill_color=PALETTE[0], line_color="white")
+    p.add_tools(HoverTool(tooltips=[("SM", "@sm"), ("block", "@block")]))
+    p.axis.visible = False
+    p.grid.visible = False
+    p.title.text_font_size = "11pt"
+    return Drawing(p)
+
+
+def memory_hierarchy(gpu="H100"):
+    """The memory ladder of ``gpu``: a bar per level, its length the level's size over the whole
+    GPU (log scale), labelled with the size, bandwidth and latency the ladder model gives."""
+    lad = memory_ladder(gpu)
+    levels = [lv for lv in lad.levels if lv.total_bytes]
+    names = [lv.name for lv in levels][::-1]
+    data = {
+        "level": [lv.name for lv in levels],
+        "size": [lv.total_bytes for lv in levels],
+        "log_size": [math.log2(lv.total_bytes) for lv in levels],
+        "bandwidth": [lv.bandwidth for lv in levels],
+        "text": [f"{memory_size(lv.total_bytes)} · "
+                 + ("–" if lv.bandwidth is None else si(lv.bandwidth, "B/s"))
+                 + f" · {_short(lv.latency)}" for lv in levels],
+        "colour": [PALETTE[i % len(PALETTE)] for i in range(len(levels))],
+    }
+    src = ColumnDataSource(data)
+    top = max(data["log_size"])
+    p = figure(y_range=names, width=720, height=60 * len(levels) + 60, toolbar_location=None,
+               title=f"{lad.gpu}: each level's size (whole GPU), bandwidth and latency",
+               x_range=Range1d(0, top * 2.1))
+    p.hbar(y="level", right="log_size", height=0.6, source=src, color="colour")
+    p.add_layout(LabelSet(x="log_size", y="level", text="text", source=src, x_offset=6,
+                          y_offset=-7, text_font_size="9pt"))
+    p.xaxis.axis_label = "size, log₂ bytes (bar) — labels: size · bandwidth · latency"
+    p.ygrid.visible = False
+    return Drawing(p)
+
+
+def _short(latency: str) -> str:
+    """The ladder's latency text up to its first qualification: "≈ 19 cycles shared"."""
+    for sep in (":", ";", ",", " ("):
+        latency = latency.split(sep)[0]
+    return latency
+
+
+def tree_edges(result: SimResult, array: str, block: int = 0, width: int | None = None) -> dict:
+    """The data flow of ``array`` in block ``block``: for every lane's shared-memory store,
+    one edge from each element of ``array`` the same thread loaded since its previous store.
+    Rows are barrier intervals (the phase the load happened in, minus one, to the store's
+    phase); an element's column is its index modulo ``width`` (a row of a 2-D buffer).
+    Needs a run made with ``record_indices=True``."""
+    if not isinstance(result, SimResult):
+        raise TypeError(f"result must be the SimResult of simt.run(...), "
+                        f"got {type(result).__name__}")
+    width = None if width is None else _validate.integer("width", width, low=1)
+    edges = {"x0": [], "y0": [], "x1": [], "y1": [], "moved": []}
+    pending: dict = {}
+    for e in result.events:
+        if e.array != array or e.block != block or e.indices is None:
+            continue
+        if e.kind == "ld.shared":
+            for lane, i in enumerate(e.indices):
+                if i is not None:
+                    pending.setdefault((e.warp, lane), []).append(i)
+        elif e.kind == "st.shared":
+            for lane, i in enumerate(e.indices):
+                if i is None:
+                    continue
+                col = i % width if width else i
+                for j in pending.pop((e.warp, lane), []):
+                    src = j % width if width else j
+                    edges["x0"].append(src)
+                    edges["y0"].append(e.phase - 1)
+                    edges["x1"].append(col)
+                    edges["y1"].append(e.phase)
+                    edges["moved"].append(src != col)
+    if not edges["x0"]:
+        raise ValueError(f"array={array!r}: no shared-memory store of it in block {block} read "
+                         f"a value of it (run with record_indices=True?)")
+    return edges
+
+
+def scan_tree(result: SimResult, array: str, block: int = 0, width: int | None = None,
+              title: str = ""):
+    """:func:`tree_edges` drawn: element index across, barrier interval down; an edge that
+    moves a value sideways (an addition's other operand) in colour, one that keeps a column
+    (a thread updating its own element) in grey."""
+    edges = tree_edges(result, array, block, width)
+    depth = max(edges["y1"])
+    flags = edges["moved"]
+    moved = {k: [v for v, m in zip(vals, flags, strict=True) if m] for k, vals in edges.items()}
+    kept = {k: [v for v, m in zip(vals, flags, strict=True) if not m]
+            for k, vals in edges.items()}
+    top = max(max(edges["x0"]), max(edges["x1"]))
+    p = figure(width=720, height=70 * depth + 90, toolbar_location=None,
+               title=title or f"{array}: what each store read, barrier interval by interval",
+               x_range=Range1d(-1, top + 1), y_range=Range1d(depth + 0.5, -0.5))
+    p.segment("x0", "y0", "x1", "y1", source=ColumnDataSource(kept), color="#BBBBBB")
+    p.segment("x0", "y0", "x1", "y1", source=ColumnDataSource(moved), color=PALETTE[3],
+              line_width=1.5)
+    p.scatter(edges["x1"], edges["y1"], size=4, color=PALETTE[0])
+    p.xaxis.axis_label = f"element of {array}" + (f" (index mod {width})" if width else "")
+    p.yaxis.axis_label = "barrier interval"
+    return Drawing(p)
+
+
+def reduction_tree_example():
+    """The default drawing: the reduction tree of the teaching kernel ``reduce_sequential``
+    (:mod:`gpu_lessons.kernels.simt.examples`) on 64 values."""
+    from ..kernels.simt import examples, run
+
+    launch = examples.cuda_launch("reduce_sequential", 64, block=64)
+    res = run(examples.KERNELS["reduce_sequential"], launch.grid, launch.block, *launch.inputs,
+              record_indices=True)
+    return scan_tree(res, "sdata", title="reduce_sequential on 64 values: the tree")

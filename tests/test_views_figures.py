@@ -1,0 +1,85 @@
+"""The lessons' static figures draw their data: the catalog's SMs, the occupancy model's
+blocks, the ladder's sizes and speeds, and the simulator's record of a kernel's stores."""
+
+import numpy as np
+import pytest
+
+from gpu_lessons import hardware
+from gpu_lessons._format import memory_size, si
+from gpu_lessons.kernels import run
+from gpu_lessons.ladder import memory_ladder
+from gpu_lessons.occupancy import occupancy
+from gpu_lessons.views import figures
+
+
+def _sources(fig):
+    return [r.data_source.data for r in fig.renderers]
+
+
+@pytest.mark.parametrize("gpu", ["H100", "A100", "V100"])
+def test_execution_hierarchy_draws_every_sm_and_its_resident_blocks(gpu):
+    fig = figures.execution_hierarchy(gpu, threads_per_block=128, registers_per_thread=64).figure
+    sms, blocks = _sources(fig)[:2]
+    g = hardware.gpu(gpu)
+    r = occupancy(g.cc, threads_per_block=128, registers_per_thread=64)
+    assert len(sms["x"]) == g.sms
+    assert len(blocks["x"]) == g.sms * r.blocks_per_sm
+    assert f"{g.sms} SMs × {r.blocks_per_sm} blocks of 128 threads" in fig.title.text
+
+
+def test_memory_hierarchy_labels_are_the_ladder_s_numbers():
+    fig = figures.memory_hierarchy("H200").figure
+    data = _sources(fig)[0]
+    levels = [lv for lv in memory_ladder("H200").levels if lv.total_bytes]
+    assert data["size"] == [lv.total_bytes for lv in levels]
+    assert data["log_size"] == pytest.approx([np.log2(lv.total_bytes) for lv in levels])
+    dram = levels[-1]
+    head = f"{memory_size(dram.total_bytes)} · {si(dram.bandwidth, 'B/s')}"
+    assert data["text"][-1].startswith(head)
+    assert "600 ns" in data["text"][-1]
+
+
+def _pairwise_sum(t, x, out):
+    s = t.shared(8, np.float32, name="s")
+    tid = t.thread_idx.x
+    s[tid] = x[tid]
+    step = 4
+    while step > 0:
+        t.sync()
+        with t.if_(tid < step):
+            s[tid] = s[tid] + s[tid + step]
+        step //= 2
+    with t.if_(tid == 0):
+        out[0] = s[0]
+
+
+def test_scan_tree_edges_are_the_stores_of_the_run():
+    """8 values, 3 halving steps: 4 + 2 + 1 stores, each from its own element (kept) and the
+    one 4, 2, 1 places on (moved), by hand."""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    r = run(_pairwise_sum, 1, 8, x, out, record_indices=True)
+    e = figures.tree_edges(r, "s")
+    moved = sorted((x0, x1, y1) for x0, x1, y1, m in zip(e["x0"], e["x1"], e["y1"], e["moved"],
+                                                         strict=True) if m)
+    assert moved == [(1, 0, 3), (2, 0, 2), (3, 1, 2), (4, 0, 1), (5, 1, 1), (6, 2, 1), (7, 3, 1)]
+    assert e["moved"].count(False) == 7
+    fig = figures.scan_tree(r, "s").figure
+    assert sum(len(d["x0"]) for d in _sources(fig)[:2]) == 14
+
+
+def test_scan_tree_needs_recorded_indices():
+    x = np.arange(8, dtype=np.float32)
+    r = run(_pairwise_sum, 1, 8, x, np.zeros(1, np.float32))
+    with pytest.raises(ValueError, match="record_indices"):
+        figures.tree_edges(r, "s")
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_every_registered_figure_draws_by_default(name):
+    module, func = figures.FIGURES[name].split(":")
+    import importlib
+
+    drawing = getattr(importlib.import_module(module), func)()
+    assert any(len(next(iter(d.values()))) for d in _sources(drawing.figure))
+    assert "gpu-lessons-figure" in str(drawing._repr_mimebundle_()) or drawing._widget is not None

@@ -23,10 +23,6 @@ KNOWN_LAZY_CYCLES = {
     frozenset({"gpu_lessons.puzzles._metrics", "gpu_lessons.puzzles._core"}),
     # run_on_gpu looks its puzzle up with the package's find().
     frozenset({"gpu_lessons.puzzles", "gpu_lessons.puzzles.on_gpu"}),
-    # OverlapMeasurement.compare calls the model, which reads OverlapMeasurement; a run's
-    # worker process imports overlap_run, which reads OverlapConfig.
-    frozenset({"gpu_lessons.measure.overlap", "gpu_lessons.measure.overlap_model",
-               "gpu_lessons.measure.overlap_run"}),
 }
 
 

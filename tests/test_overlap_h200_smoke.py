@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpu_lessons.hardware import gpu
-from gpu_lessons.measure.overlap import load_overlap
-from gpu_lessons.measure.overlap_model import report_markdown
+from gpu_lessons.overlap import load_overlap, report_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "tests" / "data" / "h200_overlap_smoke.json"

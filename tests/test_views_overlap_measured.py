@@ -14,7 +14,7 @@ from pathlib import Path
 import overlap_fixture as fx
 import pytest
 
-from gpu_lessons.measure.overlap import load_overlap
+from gpu_lessons.overlap import load_overlap
 from gpu_lessons.views.overlap_measured import MeasuredOverlapPanel
 from gpu_lessons.views.system import overlap_explorer
 

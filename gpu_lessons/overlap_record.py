@@ -15,7 +15,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from . import _validate
-from ._format import binary_bytes, percent
+from ._format import Readout, Row, binary_bytes, percent
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 
@@ -148,8 +148,8 @@ def _slowest(per_rank: list[list[float]], where: str) -> float:
     return median_of([max(r[i] for r in runs) for i in range(n)]) * 1e6
 
 
-@dataclass(frozen=True)
-class AllReducePoint:
+@dataclass(frozen=True, repr=False)
+class AllReducePoint(Readout):
     """One all-reduce size: median time per operation (slowest rank), µs; bandwidths in GB/s
     (decimal, as nccl-tests prints them)."""
 
@@ -168,13 +168,17 @@ class AllReducePoint:
         GPU, where nothing crosses a link)."""
         return self.algbw_gbs * 2 * (self.gpus - 1) / self.gpus
 
-    def __repr__(self) -> str:
-        return (f"AllReducePoint({binary_bytes(self.nbytes)}: {self.time_us:,.1f} µs, algbw "
-                f"{self.algbw_gbs:,.1f} GB/s, busbw {self.busbw_gbs:,.1f} GB/s)")
+    def readout_title(self) -> str:
+        return f"All-reduce of {binary_bytes(self.nbytes)} on {self.gpus} GPUs"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("time", self.time_us * 1e-6, "s"),
+                Row("algbw", self.algbw_gbs * 1e9, "B/s"),
+                Row("busbw", self.busbw_gbs * 1e9, "B/s"))
 
 
-@dataclass(frozen=True)
-class OverlapPoint:
+@dataclass(frozen=True, repr=False)
+class OverlapPoint(Readout):
     """One bucket size of phase (c), times in µs (median of the slowest rank).
 
     ``exposed_us = total − compute alone``: what communication added to the step.  It splits
@@ -204,10 +208,15 @@ class OverlapPoint:
     def tail_us(self) -> float:
         return self.total_us - self.compute_us
 
-    def __repr__(self) -> str:
-        return (f"OverlapPoint(buckets of {binary_bytes(self.bucket_bytes)} → {self.n_buckets}: "
-                f"step {self.total_us:,.1f} µs, exposed {self.exposed_us:,.1f} µs = compute "
-                f"slowed {self.slowdown_us:,.1f} + tail {self.tail_us:,.1f} µs)")
+    def readout_title(self) -> str:
+        return f"Buckets of {binary_bytes(self.bucket_bytes)}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("buckets", self.n_buckets),
+                Row("step", self.total_us * 1e-6, "s"),
+                Row("exposed", self.exposed_us * 1e-6, "s"),
+                Row("compute slowed", self.slowdown_us * 1e-6, "s"),
+                Row("tail", self.tail_us * 1e-6, "s"))
 
 
 @dataclass(frozen=True)

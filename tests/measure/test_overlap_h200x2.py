@@ -20,7 +20,7 @@ from gpu_lessons import system
 from gpu_lessons.measure import multigpu
 from gpu_lessons.overlap import load_overlap
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "h200x2_overlap.json"
 DOC = ROOT / "docs" / "measured" / "h200x2_overlap.md"
 

@@ -3,8 +3,8 @@
 Everything here runs without PyTorch and without a GPU.  The record is the SYNTHETIC fixture
 ``tests/data/overlap_fixture.json`` (built by ``tests/overlap_fixture.py``; its numbers are
 made up so that every consequence can be derived by hand below; it is never shown to learners
-as a measurement).  ``tests/test_overlap_torch.py`` runs the measurement code itself on the
-CPU (gloo); ``tests/test_overlap_h200x2.py`` replays the real two-GPU record once it exists.
+as a measurement).  ``tests/measure/test_overlap_torch.py`` runs the measurement code itself on the
+CPU (gloo); ``tests/measure/test_overlap_h200x2.py`` replays the real two-GPU record once it exists.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gpu_lessons.measure import GPUS_LINE, SKIP_LINE, multigpu, on_gpus, overlap
 from gpu_lessons.overlap import load_overlap, overlap_from_raw
 from gpu_lessons.overlap_record import OverlapConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "overlap_fixture.json"
 MiB = 2**20
 

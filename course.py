@@ -33,11 +33,15 @@ BOOK_CACHE = ROOT / "build" / "book-cache"
 
 # pytest's arguments for the full suite: unit/property tests, then nbval over every notebook
 # folder.  --nbval-lax checks that cells run (outputs are not stored); bokeh's per-run ids make
-# strict output comparison meaningless.
+# strict output comparison meaningless.  pytest-xdist runs one worker per core and hands each
+# a whole file at a time (--dist loadfile): a notebook's cells share one kernel, so they stay
+# on one worker, in order, as do a test module's module-scoped fixtures (the book's build).
+# ``-n 0`` after ``test`` runs everything in one process again.
 TEST_DIRS = ["tests", "notebooks", "exercises", "solutions"]
 PYTEST_ARGS = [
     "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=300",
     "-p", "no:cacheprovider",
+    "--numprocesses=auto", "--dist=loadfile",
 ]
 
 
@@ -45,11 +49,22 @@ def say(msg: str) -> None:
     print(f"[course] {msg}", flush=True)
 
 
+#: Each install's extras and the installs that include it: the test extra pulls in the book's
+#: (``gpu-lessons[book]``), and every extra the package itself.
+INCLUDED_IN = {"": ("", "book", "test"), "book": ("book", "test"), "test": ("test",)}
+
+
+def _stamp(extras: str) -> Path:
+    return VENV / f".installed-{extras or 'base'}"
+
+
 def ensure_env(extras: str) -> None:
-    """Create .venv and install the package (editable) with ``extras`` unless already current."""
-    stamp = VENV / f".installed-{extras or 'base'}"
+    """Create .venv and install the package (editable) with ``extras`` unless already current:
+    an install of ``pyproject.toml`` as it is now, with these extras or more, is."""
+    stamp = _stamp(extras)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if stamp.exists() and stamp.read_text() == digest and PY.exists():
+    current = [_stamp(e) for e in INCLUDED_IN.get(extras, (extras,))]
+    if PY.exists() and any(s.exists() and s.read_text() == digest for s in current):
         return
     if not PY.exists():
         say(f"creating a virtual environment in {VENV}")

@@ -8,7 +8,10 @@ readout formats through these helpers, so the course prints one style everywhere
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
 * :func:`si` for any other unit with an SI prefix, :func:`percent` (``46.2 %``, a space before
   the sign as the SI brochure writes it) and :func:`ratio` for dimensionless numbers;
-* :func:`html_table` for the small tables notebooks show.
+* :func:`html_table` for the small tables notebooks show;
+* :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
+  ``__repr__``, ``_repr_html_`` and Markdown from them; :func:`quantity` formats one value by
+  its unit.
 
 Formatting only: no model arithmetic lives here."""
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 #: SI prefixes, largest first (BIPM, "The International System of Units", 9th ed., Table 7).
 SI_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
@@ -107,3 +111,79 @@ def html_table(caption: str, header: Iterable | None, rows: Iterable[Iterable], 
             if header else "")
     body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><caption>{cell(caption)}</caption>{head}{body}</table>"
+
+
+# -- one readout for every result ---------------------------------------------------------------
+
+def _plain(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return ratio(value)
+    return str(value)
+
+
+#: How each unit is written: values in base units (seconds, bytes, bytes/s, FLOP/s, a fraction
+#: for ``"%"``); any other unit gets an SI prefix (:func:`si`), no unit a plain number.
+UNITS = {"s": duration, "B": binary_bytes, "B/s": bandwidth, "FLOP/s": flop_rate,
+         "%": percent, "": _plain}
+
+
+def quantity(value, unit: str = "") -> str:
+    """``value`` written with ``unit`` as the course writes it: ``quantity(2.26e-4, "s")`` ->
+    ``"226 µs"``, ``quantity(160, "B")`` -> ``"160 B"``, ``quantity(0.8, "%")`` -> ``"80 %"``,
+    ``quantity(3, "")`` -> ``"3"``; text is kept as it is."""
+    if isinstance(value, str):
+        return value
+    if unit in UNITS:
+        return UNITS[unit](value)
+    return si(value, unit)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a readout: what it is, its value (in the unit's base: seconds, bytes) and
+    the unit (a key of :data:`UNITS` or any SI unit; ``""`` for a count or text)."""
+
+    label: str
+    value: object
+    unit: str = ""
+
+    @property
+    def text(self) -> str:
+        return quantity(self.value, self.unit)
+
+
+class Readout:
+    """A result that declares its rows once and gets every way of showing them.
+
+    A subclass (a frozen dataclass with ``repr=False``) defines :meth:`readout_rows` (and
+    :meth:`readout_title` where the class name is not the title); ``repr`` is
+    ``Title: label value, ...``, ``_repr_html_`` a two-column table and :meth:`markdown` a
+    Markdown table, all from the same rows.
+    """
+
+    def readout_title(self) -> str:
+        return type(self).__name__
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        raise NotImplementedError(f"{type(self).__name__} declares no readout rows")
+
+    def __repr__(self) -> str:
+        rows = ", ".join(f"{r.label} {r.text}" for r in self.readout_rows())
+        return f"{self.readout_title()}: {rows}"
+
+    def _repr_html_(self) -> str:
+        return html_table(self.readout_title(), None,
+                          [(r.label, r.text) for r in self.readout_rows()])
+
+    def markdown(self) -> str:
+        """The rows as a Markdown table under the title in bold."""
+        def cell(s: str) -> str:
+            return s.replace("|", "\\|")
+
+        lines = [f"**{cell(self.readout_title())}**", "", "| | |", "|---|---|"]
+        lines += [f"| {cell(r.label)} | {cell(r.text)} |" for r in self.readout_rows()]
+        return "\n".join(lines) + "\n"

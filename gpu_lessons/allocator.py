@@ -67,6 +67,7 @@ import numpy as np
 
 from . import _validate
 from ._format import binary_bytes, html_table, percent
+from ._math import cdiv, round_up
 
 MiB = 2**20
 GiB = 2**30
@@ -523,14 +524,10 @@ class _Pool:
         return max((b.size for b in self.blocks if b.owner is None), default=0)
 
 
-def _round_up(n: int, unit: int) -> int:
-    return -(-n // unit) * unit
-
-
 def _pytorch_large_segment(need: int) -> int:
     # get_allocation_size: a 1-10 MiB request reserves a 20 MiB segment that later requests of
     # that range share; from 10 MiB on, the request rounded up to 2 MiB
-    return LARGE_BUFFER if need < MIN_LARGE_ALLOC else _round_up(need, ROUND_LARGE)
+    return LARGE_BUFFER if need < MIN_LARGE_ALLOC else round_up(need, ROUND_LARGE)
 
 
 def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
@@ -581,7 +578,7 @@ def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
         def pool_for(need):
             return small if need <= SMALL_SIZE else large
     else:
-        one = _Pool(device, best_fit=best, segment_size=lambda need: _round_up(need, sb),
+        one = _Pool(device, best_fit=best, segment_size=lambda need: round_up(need, sb),
                     min_split=ms)
         all_pools = (one,)
 
@@ -605,7 +602,7 @@ def caching(trace, *, capacity: int | None = None, policy: str = "best_fit",
 
     for k, ev in enumerate(events):
         if ev.op == "alloc":
-            need = _round_up(ev.size, rb)
+            need = round_up(ev.size, rb)
             pool = pool_for(need)
             b = pool.find(need) or pool.grow(need)
             if b is None and release_on_oom:
@@ -688,7 +685,7 @@ def paged(trace, *, page_bytes: int, capacity: int | None = None,
     first_oom = None
     for k, ev in enumerate(events):
         if ev.op == "alloc":
-            need = -(-ev.size // pb)
+            need = cdiv(ev.size, pb)
             if len(free_pages) + (n_pages - high) < need:
                 failed.append(ev.id)
                 skipped.add(ev.id)

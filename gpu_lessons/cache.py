@@ -54,7 +54,7 @@ non-inclusive and there is no coherence traffic: an eviction in L2 leaves L1 unt
 Checked against pycachesim 0.3.1 (RRZE-HPC, ``pip install pycachesim``): identical hits and
 misses for LRU and FIFO over many geometries and traces, and identical write-back and
 write-through traffic and two-level results where the two models coincide (see
-``tests/test_cache.py``).  They differ on purpose in two places: pycachesim does not refresh
+``tests/models/test_cache.py``).  They differ on purpose in two places: pycachesim does not refresh
 a line's LRU position on a store hit (textbook LRU, used here, does), and its write-back
 no-write-allocate mode installs a dirty line without fetching it, where this model sends
 the store on.

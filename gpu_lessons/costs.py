@@ -25,6 +25,7 @@ from . import _validate
 from ._format import html_table
 from ._format import ratio as _ratio
 from ._format import si as _si
+from ._math import cdiv
 
 #: Bytes per element.  IEEE 754 binary64/32/16; bfloat16 is 16 bits; FP8 (E4M3 and E5M2) is
 #: 8 bits (Micikevicius et al., "FP8 Formats for Deep Learning", arXiv 2209.05433).  TF32 is a
@@ -197,7 +198,7 @@ def gemm_tiled(m, n, k, *, tile=None, tile_m=None, tile_n=None, dtype="fp32") ->
     tile_m = _validate.integer("tile_m", tile_m, low=1)
     tile_n = _validate.integer("tile_n", tile_n, low=1)
     s = dtype_bytes(dtype)
-    col_blocks, row_blocks = -(-n // tile_n), -(-m // tile_m)
+    col_blocks, row_blocks = cdiv(n, tile_n), cdiv(m, tile_m)
     return _gemm_cost(f"GEMM tiled {tile_m}×{tile_n}", m, n, k, s,
                       m * k * col_blocks, k * n * row_blocks,
                       f"{m}×{k} @ {k}×{n} in {dtype}, {tile_m}×{tile_n} block tiles: A read "

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import html_table, percent
+from ._format import Readout, Row, html_table
 from .hardware import WARP_SIZE
 
 #: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
@@ -66,7 +66,7 @@ _PHASE_SHIFT = 60
 # -- results ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, repr=False)
-class GlobalLoad:
+class GlobalLoad(Readout):
     """One warp's global load: what it asked for and the 32-byte sectors that had to move.
 
     ``lane_sector[i]`` is the sector index (``address // 32``) lane ``i`` reads, ``None`` for
@@ -126,23 +126,18 @@ class GlobalLoad:
         per_block = b // SECTOR_BYTES
         return tuple(sorted({s // per_block for s in self.sector_ids}))
 
-    def __repr__(self) -> str:
-        return (f"GlobalLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
-                f"{_n(self.sectors, 'sector')}, {_n(self.lines, 'line')}, "
-                f"{_n(self.requests, 'request')}, "
-                f"requested {self.requested_bytes} B, moved {self.moved_bytes} B, "
-                f"efficiency {percent(self.efficiency)})")
+    def readout_title(self) -> str:
+        return "Global load, one warp"
 
-    def _repr_html_(self) -> str:
-        rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
-                ("access size", f"{self.bytes_per_thread} B per thread"),
-                ("requests", f"{self.requests}"),
-                ("sectors (32 B)", f"{self.sectors}"),
-                ("lines (128 B)", f"{self.lines}"),
-                ("requested", f"{self.requested_bytes} B"),
-                ("moved", f"{self.moved_bytes} B"),
-                ("efficiency", percent(self.efficiency))]
-        return html_table("Global load, one warp", None, rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
+                Row("access size per thread", self.bytes_per_thread, "B"),
+                Row("requests", self.requests),
+                Row("sectors (32 B)", self.sectors),
+                Row("lines (128 B)", self.lines),
+                Row("requested", self.requested_bytes, "B"),
+                Row("moved", self.moved_bytes, "B"),
+                Row("efficiency", self.efficiency, "%"))
 
 
 @dataclass(frozen=True, repr=False)

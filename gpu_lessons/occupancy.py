@@ -56,6 +56,7 @@ import numpy as np
 from . import _validate
 from . import hardware as _hardware
 from ._format import binary_bytes, html_table, percent
+from ._math import cdiv, round_up
 from .hardware import WARP_SIZE
 
 #: The order ``limiter`` picks from when several limits tie: the order of the
@@ -183,30 +184,26 @@ def _carveout(carveout) -> int | None:
 
 # -- the arithmetic, on NumPy arrays so that the curves are one call ---------------------------
 
-def _roundup(x, unit):
-    return -(-x // unit) * unit
-
-
 def _compute(spec: ComputeCapability, threads, regs, smem, carveout: int | None, opt_in: bool):
     """All four limits for arrays of inputs (broadcast together).  Returns a dict of arrays."""
     threads, regs, smem = (np.asarray(v, dtype=np.int64) for v in (threads, regs, smem))
-    warps_per_block = -(-threads // WARP_SIZE)
+    warps_per_block = cdiv(threads, WARP_SIZE)
 
     warps_limit = spec.max_warps_per_sm // warps_per_block
     blocks_limit = np.full_like(warps_limit, spec.max_blocks_per_sm)
 
-    reg_warp = _roundup(regs * WARP_SIZE, spec.register_unit)
+    reg_warp = round_up(regs * WARP_SIZE, spec.register_unit)
     # A warp's registers come from one sub-partition, so leftovers in each part are wasted.
     warps_by_regs = spec.sub_partitions * (spec.registers_per_sub_partition
                                            // np.maximum(reg_warp, 1))
     regs_limit = np.where(reg_warp > 0, warps_by_regs // warps_per_block, UNLIMITED)
     # The launch check assumes the block's warps are spread evenly over the sub-partitions.
     # (cuda_occupancy.h lets 256 registers/thread through; ptxas never gives more than 255.)
-    regs_assumed = reg_warp * _roundup(warps_per_block, spec.sub_partitions)
+    regs_assumed = reg_warp * round_up(warps_per_block, spec.sub_partitions)
     regs_fail = (regs > spec.max_registers_per_thread) | (regs_assumed > spec.registers_per_block)
     regs_limit = np.where(regs_fail, 0, regs_limit)
 
-    per_block = _roundup(smem + spec.reserved_shared_per_block, spec.shared_unit)
+    per_block = round_up(smem + spec.reserved_shared_per_block, spec.shared_unit)
     block_cap = (spec.shared_per_block_optin if opt_in else spec.shared_per_block)
     block_cap += spec.reserved_shared_per_block
     smem_fail = per_block > block_cap
@@ -403,7 +400,7 @@ def _note(spec: ComputeCapability, regs: int, c: dict, opt_in: bool, pct) -> str
                      f"{spec.max_registers_per_thread} a thread can have")
     elif bool(c["regs_fail"]):
         w = int(c["warps_per_block"])
-        per_part = -(-w // spec.sub_partitions)
+        per_part = cdiv(w, spec.sub_partitions)
         notes.append(f"cannot launch: a block of {w} warps needs {per_part} warps × "
                      f"{int(c['reg_warp']):,} registers in each of the {spec.sub_partitions} "
                      f"register-file sub-partitions, more than their "

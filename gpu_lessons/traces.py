@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _validate
 from ._format import binary_bytes, html_table, percent
+from ._math import cdiv, round_up
 from .cache import Cache, reuse_distances
 
 #: Largest trace a generator builds; lesson-sized traces are 10^4 to 10^6 accesses.
@@ -244,7 +245,7 @@ def gemm(n, tile=None, element_bytes=4, *, a_base=0, b_base=None, c_base=None) -
     a_base = _base(a_base, "a_base")
     b_base = _after(a_base, n * n * e) if b_base is None else _base(b_base, "b_base")
     c_base = _after(b_base, n * n * e) if c_base is None else _base(c_base, "c_base")
-    nt = -(-n // t)
+    nt = cdiv(n, t)
     _check_size(2 * n**3 + 2 * n * n * nt)
 
     # Index grid over (ti, tj, tk, ii, jj); every point is one (i, j, k-block) visit whose
@@ -404,7 +405,7 @@ def _base(value, name="base") -> int:
 
 def _after(base: int, nbytes: int) -> int:
     """First 4 KiB boundary at or after the end of an array of ``nbytes`` at ``base``."""
-    return -(-(base + nbytes) // _PAGE) * _PAGE
+    return round_up(base + nbytes, _PAGE)
 
 
 def _check_size(n: int) -> None:
@@ -435,7 +436,7 @@ def _interleave(name, streams, is_write, element_bytes) -> Trace:
 
 def _tiled_2d(rows, cols, t):
     """Row and column indices of a ``for ti: for tj: for i: for j`` walk, edges clipped."""
-    nr, nc = -(-rows // t), -(-cols // t)
+    nr, nc = cdiv(rows, t), cdiv(cols, t)
     ti, tj, ii, jj = np.meshgrid(np.arange(nr), np.arange(nc), np.arange(t), np.arange(t),
                                  indexing="ij")
     i = (ti * t + ii).ravel().astype(np.int64)

@@ -1,7 +1,7 @@
 """A SYNTHETIC overlap record, for testing the plumbing (never shown to learners as a measurement).
 
 ``tests/data/overlap_fixture.json`` is :func:`build` written out (``python tests/overlap_fixture.py``
-rewrites it; ``tests/test_overlap.py`` checks the file and this module agree).  Every number is
+rewrites it; ``tests/models/test_overlap.py`` checks the file and this module agree).  Every number is
 chosen so its consequences can be derived by hand in the tests:
 
 * 2 "GPUs", 8 layers of one GEMM each, **200 µs per GEMM** (compute alone 1,600 µs), 32 MiB of

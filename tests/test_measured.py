@@ -95,7 +95,7 @@ def _shared_bytes_per_clock():
 def _shared_worst_model_error_pct():
     # the figure compares the measurement with the course's model: gpu_lessons.memory.shared_load
     # gives the wavefronts of each point's lane addresses, (lane x stride) mod 2048 elements
-    # (tests/test_memory.py ties that model to Nsight Compute's counts of the same patterns)
+    # (tests/models/test_memory.py ties that model to Nsight Compute's counts of the same patterns)
     from gpu_lessons.memory import shared_load
 
     worst = 0.0

@@ -60,7 +60,7 @@ def test_the_scan_covers_everything_shipped():
     labels = " ".join(label for label, _ in SHIPPED)
     for part in ("gpu_lessons/checks.py", "gpu_lessons/data/gpus.toml", "notebooks/05_roofline",
                  "exercises/06_", "solutions/09_", "docs/coverage.md", "README.md",
-                 "tests/test_occupancy.py", "tools/walkthrough.py"):
+                 "tests/models/test_occupancy.py", "tools/walkthrough.py"):
         assert part in labels
 
 

@@ -34,9 +34,9 @@ import socket
 import time
 
 from .. import system
+from ..overlap_record import OverlapConfig
 from . import nvml
 from .multigpu import switch_off_multicast
-from .overlap import OverlapConfig
 
 
 class _CudaOps:

@@ -27,6 +27,7 @@ from bokeh.plotting import figure
 from jupyter_bokeh import BokehModel
 
 from .. import _validate
+from .._math import cdiv
 from ..kernels.simt import WARP_SIZE, SimResult
 from ._base import PALETTE
 from .simt import fit_steps, lane_cells, lanes_figure
@@ -133,7 +134,7 @@ def grid_shape(shape: tuple[int, ...], itemsize: int,
     line, one pass over the 32 banks)."""
     if len(shape) == 1:
         cols = row_elements or max(1, 128 // itemsize)
-        return -(-shape[0] // cols), cols
+        return cdiv(shape[0], cols), cols
     return int(np.prod(shape[:-1])), shape[-1]
 
 
@@ -144,7 +145,7 @@ def access_figure(amap, colour_by: str = "accesses", scope: str = "whole run",
     _validate.choice("colour_by", colour_by, COLOUR_BY)
     rows, cols = grid_shape(amap.shape, amap.itemsize, row_elements)
     n = min(amap.size, MAX_CELLS, rows * cols)
-    rows = -(-n // cols)
+    rows = cdiv(n, cols)
     k = np.arange(n)
     touched = amap.accesses[:n] > 0
     sector, bank = amap.sector[:n], amap.bank[:n]

@@ -2,7 +2,7 @@
 
 A panel of the overlap explorer (``overlap_explorer(measured=...)``).  Markers: what a run
 of :func:`gpu_lessons.measure.overlap.measure_overlap` measured (step − compute alone, per
-bucket size).  Lines: :func:`gpu_lessons.measure.overlap_model.predicted_exposed_us` for the
+bucket size).  Lines: :func:`gpu_lessons.overlap.predicted_exposed_us` for the
 same layers, gradients and GPUs, with the all-reduce's α and B fitted to the run — solid with
 the explorer's "SMs taken by comm kernels" slider, dashed with no SM sharing at all.  The
 panel only lays out what those functions return.
@@ -17,8 +17,8 @@ import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
+from .. import overlap
 from .._format import binary_bytes, percent
-from ..measure import overlap, overlap_model
 from ._base import PALETTE
 
 #: Most bucket sizes on the model's line (one per possible number of layers per bucket).
@@ -26,7 +26,7 @@ MAX_LINE_POINTS = 64
 
 
 def as_measurement(measured) -> overlap.OverlapMeasurement:
-    """An :class:`~gpu_lessons.measure.overlap.OverlapMeasurement` from itself, a raw record
+    """An :class:`~gpu_lessons.overlap.OverlapMeasurement` from itself, a raw record
     (dict) or the path of a saved record."""
     if isinstance(measured, overlap.OverlapMeasurement):
         m = measured
@@ -48,7 +48,7 @@ class MeasuredOverlapPanel:
 
     def __init__(self, measured):
         m = self.measurement = as_measurement(measured)
-        self.fit = overlap_model.fit_for(m)
+        self.fit = overlap.fit_for(m)
         self._cache: dict = {}
         per, n = m.config.grad_bytes_per_layer, m.config.n_layers
         # the bucket holds k layers for caps in ((k−1)·per, k·per]: the line is a staircase
@@ -57,7 +57,7 @@ class MeasuredOverlapPanel:
         caps = np.concatenate([[per / 2], ks * per, [n * per * 2]])
         self.caps = caps
         self._x = caps / 2**20
-        bare = overlap_model.predicted_exposed_us(m, caps, fit=self.fit, comm_sm_fraction=0.0)
+        bare = overlap.predicted_exposed_us(m, caps, fit=self.fit, comm_sm_fraction=0.0)
         self.line = ColumnDataSource(dict(bucket_mib=self._x, model_us=bare, bare_us=bare))
         self.points = ColumnDataSource(dict(
             bucket_mib=[p.bucket_bytes / 2**20 for p in m.points],
@@ -104,8 +104,8 @@ class MeasuredOverlapPanel:
         if f not in self._cache:
             m, fit = self.measurement, self.fit
             self._cache[f] = (
-                overlap_model.predicted_exposed_us(m, self.caps, fit=fit, comm_sm_fraction=f),
-                overlap_model.compare_overlap(m, comm_sm_fraction=f, fit=fit))
+                overlap.predicted_exposed_us(m, self.caps, fit=fit, comm_sm_fraction=f),
+                overlap.compare_overlap(m, comm_sm_fraction=f, fit=fit))
         return self._cache[f]
 
     def update(self, comm_sm_fraction: float) -> str:
@@ -115,7 +115,7 @@ class MeasuredOverlapPanel:
         self.line.data = dict(self.line.data, model_us=line)
         self.comparison = cmp_
         self.points.data = dict(self.points.data, model_us=[r.predicted_us for r in cmp_.rows],
-                                error=[overlap_model.signed_percent(r.error) for r in cmp_.rows])
+                                error=[overlap.signed_percent(r.error) for r in cmp_.rows])
         worst = max(cmp_.rows, key=lambda r: -1 if r.error is None else abs(r.error))
         c = m.contention
         return html.escape(
@@ -127,4 +127,4 @@ class MeasuredOverlapPanel:
             f"With {percent(comm_sm_fraction)} of the SMs taken: {cmp_.agreeing} of {len(cmp_.rows)} "
             f"points within {percent(cmp_.tolerance)}; the furthest, buckets of "
             f"{binary_bytes(worst.bucket_bytes)}: measured {worst.measured_us:,.1f} µs, model "
-            f"{worst.predicted_us:,.1f} µs ({overlap_model.signed_percent(worst.error)}).")
+            f"{worst.predicted_us:,.1f} µs ({overlap.signed_percent(worst.error)}).")

@@ -7,7 +7,7 @@ Run from the repository root on a machine with an NVIDIA GPU and CuPy:
 It writes ``OUT_DIR/h200_measurements.json`` after every section (so a run cut short still
 leaves what it finished) and prints a short summary last.  Each section is the raw half of a
 measurement (``measure_*_raw``); the ``*_from_raw`` beside it turns it into GB/s,
-TFLOP/s or cycles next to the models, here and in ``tests/test_measure.py``.
+TFLOP/s or cycles next to the models, here and in ``tests/measure/test_measure.py``.
 Sections that fail are recorded with their traceback; the others still run.
 """
 

@@ -7,7 +7,7 @@ Run on a machine with an NVIDIA GPU and CuPy:
 For kernels compiled with different register caps and static shared-memory sizes, it asks the
 driver (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) how many blocks fit on one SM for every
 block size x dynamic shared memory x preferred carveout in the grid, and writes the rows that
-``tests/test_occupancy.py`` replays through ``gpu_lessons.occupancy``.  The kernel's register count
+``tests/models/test_occupancy.py`` replays through ``gpu_lessons.occupancy``.  The kernel's register count
 is read back from the driver (``CU_FUNC_ATTRIBUTE_NUM_REGS``), so the data holds what was really
 compiled, whatever the compiler chose under the cap.
 """

@@ -10,7 +10,7 @@ It starts one process per GPU (``torch.multiprocessing``, start method "spawn") 
 multicast off in each (``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``,
 ``NVSHMEM_DISABLE_NVLS=1``, set here before PyTorch is imported, and again in every worker),
 runs ``gpu_lessons.measure.overlap``'s four phases, writes the raw record to ``--out`` and the
-Markdown report (``gpu_lessons.measure.overlap_model.report_markdown``) beside it (``.md``),
+Markdown report (``gpu_lessons.overlap.report_markdown``) beside it (``.md``),
 and prints the report.  On one GPU the run is a smoke test of the code path and the record
 says so: an all-reduce over one rank moves nothing between GPUs.
 """
@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gpu_lessons.measure import overlap, overlap_model
+from gpu_lessons import overlap as overlap_model
+from gpu_lessons.measure import overlap
 from gpu_lessons.measure.multigpu import NVLS_OFF
 
 
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds for the whole run")
     args = ap.parse_args(argv)
     if args.report:
-        sys.stdout.write(overlap_model.report_markdown(overlap.load_overlap(args.report)))
+        sys.stdout.write(overlap_model.report_markdown(overlap_model.load_overlap(args.report)))
         return 0
     if not args.out:
         ap.error("--out is required (or --report)")

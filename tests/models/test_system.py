@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gpu_lessons import system as S
 
-MEASURED = pathlib.Path(__file__).parent / "data" / "h200_measurements.json"
+MEASURED = pathlib.Path(__file__).parents[1] / "data" / "h200_measurements.json"
 
 
 # -- launches: hand-derived cases -----------------------------------------------------------------

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from gpu_lessons import overlap as overlap_model
 from gpu_lessons import system
-from gpu_lessons.measure import multigpu, overlap_model
-from gpu_lessons.measure.overlap import load_overlap
+from gpu_lessons.measure import multigpu
+from gpu_lessons.overlap import load_overlap
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "h200x2_overlap.json"
 DOC = ROOT / "docs" / "measured" / "h200x2_overlap.md"
 

@@ -31,7 +31,7 @@ from gpu_lessons.views.banks import (
     nway_colour,
 )
 
-HW = json.loads((Path(__file__).parent / "data" / "h200_ncu_memory.json").read_text())
+HW = json.loads((Path(__file__).parents[1] / "data" / "h200_ncu_memory.json").read_text())
 
 
 def _hw_settings(name: str, b: int) -> dict | None:

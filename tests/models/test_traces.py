@@ -2,7 +2,7 @@
 
 The expected addresses and miss counts are derived by hand in the comments (loop nests written
 out; misses counted from line sizes, set mapping and LRU); agreement of the simulator itself
-with pycachesim on these traces is in tests/test_cache.py.
+with pycachesim on these traces is in tests/models/test_cache.py.
 """
 
 import numpy as np

@@ -21,7 +21,7 @@ from gpu_lessons.cache import Cache, CacheStats, Hierarchy, reuse_distances
 
 cachesim = pytest.importorskip("cachesim")
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 # -- pycachesim as the reference ---------------------------------------------------------------

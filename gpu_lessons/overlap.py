@@ -24,14 +24,186 @@ large it was (the compute and the all-reduces slowing each other, the fit's own 
 from __future__ import annotations
 
 import html
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from .. import _validate, system
-from .._format import binary_bytes, html_table, percent
-from .overlap import AllReducePoint, OverlapMeasurement
+from . import _validate, system
+from ._format import binary_bytes, html_table, percent
+from .overlap_record import (
+    BACKENDS,
+    SCHEMA,
+    AllReducePoint,
+    Contention,
+    OverlapConfig,
+    OverlapPoint,
+    _contention,
+    _need,
+    _slowest,
+)
+
+# -- the measurement -------------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class OverlapMeasurement:
+    """Everything one run measured, in µs and GB/s (module docstring for the phases).
+
+    ``smoke_test``: one GPU, so the all-reduces moved nothing between GPUs: a check of the code
+    path, not a measurement of communication.  ``synthetic``: made up for tests, never a
+    measurement.  ``raw`` is the record it was built from (every rank's samples, seconds).
+    """
+
+    world_size: int
+    backend: str
+    gpu_names: tuple[str, ...]
+    smoke_test: bool
+    synthetic: bool
+    config: OverlapConfig
+    compute_us: float
+    allreduce: tuple[AllReducePoint, ...]
+    points: tuple[OverlapPoint, ...]
+    contention: Contention
+    meta: dict = field(default_factory=dict, compare=False)
+    raw: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def layer_us(self) -> float:
+        """Compute per layer (one GEMM), µs."""
+        return self.compute_us / self.config.n_layers
+
+    @property
+    def gemm_tflops(self) -> float:
+        """Rate of the GEMM chain alone, TFLOP/s (2·n³ FLOPs per GEMM)."""
+        return self.config.gemm_flops / (self.layer_us * 1e-6) / 1e12
+
+    @property
+    def label(self) -> str:
+        names = sorted(set(self.gpu_names))
+        what = names[0] if len(names) == 1 else " + ".join(names)
+        tags = [t for t, on in (("SYNTHETIC test fixture, not a measurement", self.synthetic),
+                                ("smoke test (one GPU: no communication measured)",
+                                 self.smoke_test)) if on]
+        return f"{self.world_size} × {what} ({self.backend})" + "".join(f" — {t}" for t in tags)
+
+    def compare(self, **kwargs):
+        """The overlap model's prediction beside every point
+        (:func:`compare_overlap`)."""
+        return compare_overlap(self, **kwargs)
+
+    def to_raw(self) -> dict:
+        return self.raw
+
+    def save(self, path) -> None:
+        """Write the raw record as JSON (what :func:`load_overlap` reads)."""
+        Path(path).write_text(json.dumps(self.raw, indent=1) + "\n")
+
+    def to_dict(self) -> dict:
+        """The summary, JSON-ready, with the unit in every key."""
+        return {"label": self.label, "world_size": self.world_size, "backend": self.backend,
+                "gpu_names": list(self.gpu_names), "smoke_test": self.smoke_test,
+                "synthetic": self.synthetic, "compute_us": self.compute_us,
+                "layer_us": self.layer_us, "gemm_tflops": self.gemm_tflops,
+                "allreduce": [{"bytes": p.nbytes, "time_us": p.time_us,
+                               "algbw_gbs": p.algbw_gbs, "busbw_gbs": p.busbw_gbs}
+                              for p in self.allreduce],
+                "overlap": [{"bucket_bytes": p.bucket_bytes, "n_buckets": p.n_buckets,
+                             "total_us": p.total_us, "exposed_us": p.exposed_us,
+                             "slowdown_us": p.slowdown_us, "tail_us": p.tail_us}
+                            for p in self.points],
+                "contention": {"compute_slowdown": self.contention.compute_slowdown,
+                               "comm_sm_fraction": self.contention.comm_sm_fraction,
+                               "comm_slowdown": self.contention.comm_slowdown}}
+
+    def _rows(self):
+        for p in self.points:
+            yield (binary_bytes(p.bucket_bytes), f"{p.n_buckets}", f"{p.total_us:,.1f} µs",
+                   f"{p.exposed_us:,.1f} µs", f"{p.slowdown_us:,.1f} µs", f"{p.tail_us:,.1f} µs")
+
+    _HEAD = ("bucket", "buckets", "step", "exposed (step − compute alone)",
+             "compute slowed", "comm after compute")
+
+    def __repr__(self) -> str:
+        c = self.config
+        big = self.allreduce[-1]
+        lines = [f"Overlap on {self.label}",
+                 f"compute alone: {c.n_layers} GEMMs of {c.gemm_n}³ {c.dtype} = "
+                 f"{self.compute_us:,.1f} µs ({self.layer_us:,.1f} µs each, "
+                 f"{self.gemm_tflops:,.1f} TFLOP/s)",
+                 f"all-reduce of {binary_bytes(big.nbytes)}: {big.time_us:,.1f} µs, busbw "
+                 f"{big.busbw_gbs:,.1f} GB/s",
+                 repr(self.contention)]
+        rows = [self._HEAD, *self._rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return html_table(f"Overlap measured on {self.label}: compute alone "
+                          f"{self.compute_us:,.1f} µs, gradients "
+                          f"{binary_bytes(self.config.total_grad_bytes)}", self._HEAD,
+                          self._rows())
+
+
+def overlap_from_raw(raw: dict) -> OverlapMeasurement:
+    """Build the results from a raw record (pure arithmetic; what the tests replay).  A record
+    that is not one raises ``ValueError`` saying what is wrong."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"raw must be a dict (a parsed overlap record), got {type(raw).__name__}")
+    try:
+        return _from_raw(raw)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not an overlap record: {type(exc).__name__} {exc}") from None
+
+
+def _from_raw(raw: dict) -> OverlapMeasurement:
+    if _need(raw, "schema") != SCHEMA:
+        raise ValueError(f"overlap record schema {raw['schema']!r} is not {SCHEMA}")
+    config = OverlapConfig.from_raw(_need(raw, "config"))
+    world = _validate.integer("world_size", _need(raw, "world_size"), low=1)
+    ranks = _need(raw, "by_rank")
+    if not isinstance(ranks, list) or len(ranks) != world:
+        raise ValueError(f"not an overlap record: by_rank must hold {world} ranks")
+    compute = _slowest([_need(r, "compute_samples", "a rank") for r in ranks],
+                       "compute_samples")
+    allreduce = []
+    for i, nbytes in enumerate(config.allreduce_bytes):
+        per_rank = [_need(r, "allreduce", "a rank")[i] for r in ranks]
+        if any(p.get("nbytes") != nbytes for p in per_rank):
+            raise ValueError(f"not an overlap record: all-reduce {i} is not {nbytes} bytes")
+        allreduce.append(AllReducePoint(nbytes, world, _slowest(
+            [p["samples"] for p in per_rank], f"allreduce {nbytes} B samples")))
+    points = []
+    for i, cap in enumerate(config.bucket_bytes):
+        per_rank = [_need(r, "overlap", "a rank")[i] for r in ranks]
+        buckets = tuple(tuple(int(x) for x in g) for g in _need(per_rank[0], "buckets"))
+        points.append(OverlapPoint(
+            cap, buckets, _slowest([p["total_samples"] for p in per_rank], "overlap total"),
+            _slowest([p["compute_samples"] for p in per_rank], "overlap compute"), compute))
+    names = tuple(str(_need(r, "meta", "a rank").get("name", "?")) for r in ranks)
+    return OverlapMeasurement(world, _validate.choice("backend", raw.get("backend"), BACKENDS),
+                              names, bool(raw.get("smoke_test", world == 1)),
+                              bool(raw.get("synthetic", False)), config, compute,
+                              tuple(allreduce), tuple(points), _contention(ranks, compute),
+                              dict(raw.get("meta", {})), raw)
+
+
+def load_overlap(path) -> OverlapMeasurement:
+    """Read a record written by ``tools/device/overlap_nccl.py`` (or :meth:`save`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path must be an overlap record (a JSON file), got {str(path)!r}: "
+                         "no such file")
+    try:
+        raw = json.loads(p.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p.name} is not JSON: {exc}") from None
+    return overlap_from_raw(raw)
+
+
+# -- the model beside it ---------------------------------------------------------------------
 
 #: A prediction within this fraction of the measurement counts as agreement.
 TOLERANCE = 0.20

@@ -5,7 +5,7 @@ Independent references:
   (derivations in comments): streaming, column walks, AoS vs SoA, sectors;
 * direct calls of :class:`gpu_lessons.cache.Cache` and
   :func:`gpu_lessons.traces.hit_rate_vs_line_size` (the view must show the model's numbers);
-  the simulator itself agrees exactly with pycachesim (``tests/test_cache.py``).
+  the simulator itself agrees exactly with pycachesim (``tests/models/test_cache.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Points come from the SYNTHETIC fixture ``tests/data/overlap_fixture.json`` (made-up numbers
 for testing the plumbing, see ``tests/overlap_fixture.py``): 8 layers of 200 µs, 32 MiB of
 gradients each, two "GPUs", all-reduces exactly 20 µs + S / (200 GB/s), GEMMs 10 % slower
-beside NCCL.  The predictions below are derived by hand in ``tests/test_overlap.py``.
+beside NCCL.  The predictions below are derived by hand in ``tests/models/test_overlap.py``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 import overlap_fixture as fx
 import pytest
 
-from gpu_lessons.measure.overlap import load_overlap
+from gpu_lessons.overlap import load_overlap
 from gpu_lessons.views.overlap_measured import MeasuredOverlapPanel
 from gpu_lessons.views.system import overlap_explorer
 
-FIXTURE = Path(__file__).resolve().parent / "data" / "overlap_fixture.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "overlap_fixture.json"
 MiB = 2**20
 
 

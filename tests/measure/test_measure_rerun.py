@@ -18,7 +18,7 @@ import pytest
 from gpu_lessons.measure import gpu_memory, gpu_occupancy, gpu_system
 from gpu_lessons.measure.gpu_compute import simt_from_raw
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 FIRST = json.loads((DATA / "h200_measurements.json").read_text())
 RERUN = json.loads((DATA / "h200_measurements_rerun.json").read_text())
 

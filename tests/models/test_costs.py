@@ -37,7 +37,7 @@ from gpu_lessons.costs import (
     reduction,
 )
 
-TORCH = json.loads((Path(__file__).parent / "data" / "torch_conv_flops.json").read_text("utf-8"))
+TORCH = json.loads((Path(__file__).parents[1] / "data" / "torch_conv_flops.json").read_text("utf-8"))
 DTYPES = st.sampled_from(["fp32", "fp16", "bf16", "fp8"])
 
 

@@ -5,7 +5,7 @@
 second stream and the bucketed all-reduces all ran for real, but an all-reduce over one rank
 moves nothing between GPUs, so the record must say so wherever it is shown
 (``docs/measured/h200_overlap_smoke.md``).  The two-GPU record is replayed by
-``tests/test_overlap_h200x2.py``.
+``tests/measure/test_overlap_h200x2.py``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from gpu_lessons.hardware import gpu
-from gpu_lessons.measure.overlap import load_overlap
-from gpu_lessons.measure.overlap_model import report_markdown
+from gpu_lessons.overlap import load_overlap, report_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "h200_overlap_smoke.json"
 DOC = ROOT / "docs" / "measured" / "h200_overlap_smoke.md"
 

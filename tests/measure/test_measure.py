@@ -54,7 +54,7 @@ from gpu_lessons.measure import (
 )
 from gpu_lessons.measure.timing import gb_per_s, tflop_per_s
 
-DATA = Path(__file__).parent / "data" / "h200_measurements.json"
+DATA = Path(__file__).parents[1] / "data" / "h200_measurements.json"
 H200 = catalog_gpu("h200")
 MiB = 2**20
 
@@ -471,7 +471,7 @@ def test_importing_measure_does_not_import_cupy(tmp_path):
     (trap / "__init__.py").write_text("raise SystemExit('cupy was imported')\n")
     code = ("import gpu_lessons.measure, gpu_lessons.measure.gpu, gpu_lessons.measure.cuda_sources;"
             "print('ok')")
-    env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).parents[1]}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).parents[2]}", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=60)
     assert out.stdout.strip() == "ok", out.stderr

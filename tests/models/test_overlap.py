@@ -3,8 +3,8 @@
 Everything here runs without PyTorch and without a GPU.  The record is the SYNTHETIC fixture
 ``tests/data/overlap_fixture.json`` (built by ``tests/overlap_fixture.py``; its numbers are
 made up so that every consequence can be derived by hand below; it is never shown to learners
-as a measurement).  ``tests/test_overlap_torch.py`` runs the measurement code itself on the
-CPU (gloo); ``tests/test_overlap_h200x2.py`` replays the real two-GPU record once it exists.
+as a measurement).  ``tests/measure/test_overlap_torch.py`` runs the measurement code itself on the
+CPU (gloo); ``tests/measure/test_overlap_h200x2.py`` replays the real two-GPU record once it exists.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ import numpy as np
 import overlap_fixture as fx
 import pytest
 
-from gpu_lessons import system
-from gpu_lessons.measure import GPUS_LINE, SKIP_LINE, multigpu, on_gpus, overlap, overlap_model
-from gpu_lessons.measure.overlap import OverlapConfig, load_overlap, overlap_from_raw
+from gpu_lessons import overlap as overlap_model
+from gpu_lessons import overlap_record, system
+from gpu_lessons.measure import GPUS_LINE, SKIP_LINE, multigpu, on_gpus, overlap
+from gpu_lessons.overlap import load_overlap, overlap_from_raw
+from gpu_lessons.overlap_record import OverlapConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "overlap_fixture.json"
 MiB = 2**20
 
@@ -74,9 +76,9 @@ def test_bandwidths_as_nccl_tests_reports_them(m):
     algbw = 268435456 / 1362.17728e-6 / 1e9
     assert p.algbw_gbs == pytest.approx(algbw) == pytest.approx(197.06, abs=0.01)
     assert p.busbw_gbs == pytest.approx(algbw * 2 * 1 / 2)       # p = 2: the factor is 1
-    eight = overlap.AllReducePoint(p.nbytes, 8, p.time_us)
+    eight = overlap_record.AllReducePoint(p.nbytes, 8, p.time_us)
     assert eight.busbw_gbs == pytest.approx(algbw * 2 * 7 / 8)
-    assert overlap.AllReducePoint(p.nbytes, 1, p.time_us).busbw_gbs == 0
+    assert overlap_record.AllReducePoint(p.nbytes, 1, p.time_us).busbw_gbs == 0
 
 
 def test_overlap_points_split_exposed_into_slowdown_and_tail(m):
@@ -154,18 +156,18 @@ def test_fit_weighs_relative_error():
     sizes = [1e5, 1e6, 1e7, 1e8]
     t = [100 + s / 1e3 for s in sizes]
     t[-1] *= 1.1
-    pts = [overlap.AllReducePoint(int(s), 2, x) for s, x in zip(sizes, t, strict=True)]
+    pts = [overlap_record.AllReducePoint(int(s), 2, x) for s, x in zip(sizes, t, strict=True)]
     fit = overlap_model.fit_allreduce(pts)
     assert fit.latency_us * 2 == pytest.approx(100, rel=0.1)
 
 
 def test_fit_refuses_what_it_cannot_fit(m):
-    one = [overlap.AllReducePoint(p.nbytes, 1, p.time_us) for p in m.allreduce]
+    one = [overlap_record.AllReducePoint(p.nbytes, 1, p.time_us) for p in m.allreduce]
     with pytest.raises(ValueError, match="one GPU"):
         overlap_model.fit_allreduce(one)
     with pytest.raises(ValueError, match="two sizes"):
         overlap_model.fit_allreduce(m.allreduce, min_bytes=200 * MiB)
-    flat = [overlap.AllReducePoint(s, 2, 50.0 - i) for i, s in enumerate((4, 8, 16))]
+    flat = [overlap_record.AllReducePoint(s, 2, 50.0 - i) for i, s in enumerate((4, 8, 16))]
     with pytest.raises(ValueError, match="does not grow"):
         overlap_model.fit_allreduce(flat)
     with pytest.raises(TypeError, match="AllReducePoint"):
@@ -179,7 +181,7 @@ def test_negative_intercept_falls_back_to_bandwidth_only():
     t = [s / 1e3 - 1 for s in sizes]
     x = [s / u for s, u in zip(sizes, t, strict=True)]          # 1111.1, 1010.1, 1001.0 B/µs
     b = sum(x) / sum(v * v for v in x)
-    fit = overlap_model.fit_allreduce([overlap.AllReducePoint(s, 2, u)
+    fit = overlap_model.fit_allreduce([overlap_record.AllReducePoint(s, 2, u)
                                        for s, u in zip(sizes, t, strict=True)])
     assert fit.latency_us == 0 and fit.bus_bandwidth == pytest.approx(1 / b * 1e6)
     assert fit.bus_bandwidth == pytest.approx(1.0431e9, rel=1e-4)
@@ -426,7 +428,7 @@ def test_importing_the_overlap_modules_does_not_import_torch(tmp_path):
     trap.mkdir()
     (trap / "__init__.py").write_text("raise SystemExit('torch was imported')\n")
     code = ("import gpu_lessons.measure, gpu_lessons.measure.overlap, "
-            "gpu_lessons.measure.overlap_model, gpu_lessons.measure.multigpu, "
+            "gpu_lessons.overlap, gpu_lessons.overlap_record, gpu_lessons.measure.multigpu, "
             "gpu_lessons.views.overlap_measured; print('ok')")
     env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -464,9 +466,9 @@ def test_only_all_reduces_wholly_beside_the_gemms_count():
     # all-reduces end at 100, 400, 600, 900 µs; the GEMMs run 300..1000 µs: the one from 100 to
     # 400 started before them and is left out; 400→600 and 600→900 µs count: median 250 µs
     ends = [100e-6, 400e-6, 600e-6, 900e-6]
-    assert overlap._comm_under(ends, 300e-6, 1000e-6) == pytest.approx(250e-6)
-    assert overlap._comm_under(ends, 0.0, 1000e-6) == pytest.approx(300e-6)
-    assert overlap._comm_under(ends, 300e-6, 500e-6) is None
+    assert overlap_record._comm_under(ends, 300e-6, 1000e-6) == pytest.approx(250e-6)
+    assert overlap_record._comm_under(ends, 0.0, 1000e-6) == pytest.approx(300e-6)
+    assert overlap_record._comm_under(ends, 300e-6, 500e-6) is None
 
 
 def test_nccl_set_up_is_read_from_its_log(m):

@@ -536,7 +536,7 @@ def test_repr_and_html_explain_the_binding_limit():
 
 # -- (6) the CUDA runtime on an H200 -----------------------------------------------------------
 
-H200_DATA = Path(__file__).parent / "data" / "h200_occupancy.json"
+H200_DATA = Path(__file__).parents[1] / "data" / "h200_occupancy.json"
 COLUMNS = ["kernel", "registers_per_thread", "static_smem", "threads_per_block", "dynamic_smem",
            "carveout", "blocks_per_sm"]
 

@@ -33,7 +33,7 @@ from gpu_lessons.mfu import (
     utilization,
 )
 
-DATA = json.loads((pathlib.Path(__file__).parent / "data" / "torch_transformer_flops.json")
+DATA = json.loads((pathlib.Path(__file__).parents[1] / "data" / "torch_transformer_flops.json")
                   .read_text(encoding="utf-8"))
 CONFIGS = DATA["configs"]
 

@@ -225,7 +225,7 @@ def test_h200_latencies_match_the_recorded_pointer_chase():
 
     from gpu_lessons.latency import H200_UNLOADED_LATENCY_NS
 
-    rows = json.loads((Path(__file__).parent / "data" / "h200_pointer_chase.json")
+    rows = json.loads((Path(__file__).parents[1] / "data" / "h200_pointer_chase.json")
                       .read_text())["rows"]
     by_size = {r["footprint_bytes"]: r["ns_per_hop"] for r in rows}
     assert H200_UNLOADED_LATENCY_NS["L1"] == pytest.approx(by_size[16 << 10], rel=0.05)

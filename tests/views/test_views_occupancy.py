@@ -25,7 +25,7 @@ from gpu_lessons.occupancy import (
 )
 from gpu_lessons.views.occupancy import CARVEOUTS, occupancy_explorer
 
-H200_DATA = Path(__file__).parent / "data" / "h200_occupancy.json"
+H200_DATA = Path(__file__).parents[1] / "data" / "h200_occupancy.json"
 SLIDERS = ("threads_per_block", "registers_per_thread", "shared_mem_per_block")
 
 

@@ -14,9 +14,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: the CPU (gloo) run of "
                             "the overlap measurement needs it (pip install torch==2.13.0)")
 
+from gpu_lessons import overlap as overlap_model  # noqa: E402
 from gpu_lessons import system  # noqa: E402
-from gpu_lessons.measure import multigpu, overlap, overlap_model  # noqa: E402
-from gpu_lessons.measure.overlap import OverlapConfig, overlap_from_raw  # noqa: E402
+from gpu_lessons.measure import multigpu, overlap  # noqa: E402
+from gpu_lessons.overlap import overlap_from_raw  # noqa: E402
+from gpu_lessons.overlap_record import OverlapConfig  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CONFIG = OverlapConfig.cpu_test()

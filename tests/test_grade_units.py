@@ -565,13 +565,6 @@ def test_same_file_name_in_two_folders_keeps_two_rows(tmp_path):
     assert (tmp_path / "out" / "grades.json").exists()
 
 
-def test_old_import_path_still_works():
-    from gpu_lessons import grade as old
-    from gpu_lessons.grading import runner
-
-    assert old.grade is runner.grade and "ok" in old.STATUSES
-
-
 def test_worker_passes_on_each_answer_once_and_bounds_its_size():
     import os
 

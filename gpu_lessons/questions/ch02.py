@@ -196,12 +196,20 @@ _BRANCH_ORDERS = ("parity half_warp warp offset", "warp parity offset half_warp"
 def _branch_efficiency(option: str) -> float:
     """SIMT efficiency inside a branch on condition ``option`` (equal 4-instruction paths),
     one 256-thread block in the SIMT simulator."""
-    cond = _CONDITIONS[option]
+    which = list(_CONDITIONS).index(option)
 
-    def kernel(t, out):
+    def kernel(t, out, which):
         i = t.thread_idx.x
-        v = t.local(0.0)
-        with t.if_(cond(i), "choice"):
+        if which == 0:                      # one value for the warp: Python's own if
+            c = i % 2 == 0
+        elif which == 1:
+            c = i % 32 < 16
+        elif which == 2:
+            c = i // 32 % 2 == 0
+        else:
+            c = (i + 16) // 32 % 2 == 0
+        v = t.local(0.0, np.float32)
+        with t.if_(c, "choice"):
             for _ in range(4):
                 v[...] = v * 1.5 + 1.0
         with t.else_():
@@ -209,7 +217,8 @@ def _branch_efficiency(option: str) -> float:
                 v[...] = v * 0.5 - 1.0
         out[i] = v
 
-    return run(kernel, 1, 256, np.zeros(256, np.float32)).stats(region="choice").simt_efficiency
+    result = run(kernel, 1, 256, np.zeros(256, np.float32), which)
+    return result.stats(region="choice").simt_efficiency
 
 
 def _branch_choice(order) -> str:

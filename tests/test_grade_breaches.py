@@ -111,9 +111,12 @@ def breached(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     marker = f"gpu-lessons-breach-{uuid.uuid4().hex}"
     cap = _capped_group(CAP_MIB)
-    # The grader reports its own peak RSS (children excluded) when it is done.
-    wrapper = ("import resource, sys\nfrom gpu_lessons.cli import main\nrc = main(sys.argv[1:])\n"
-               "print('grader maxrss KiB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    # The grader reports its own peak RSS (children excluded) when it is done: VmHWM, the peak
+    # of its own address space (getrusage's ru_maxrss would keep the peak of the process that
+    # forked it, a pytest worker, across exec).
+    wrapper = ("import re, sys\nfrom gpu_lessons.cli import main\nrc = main(sys.argv[1:])\n"
+               "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+               "print('grader maxrss KiB', hwm)\n"
                "sys.exit(rc)")
     enter = " ".join(f"echo $$ > {f / 'cgroup.procs'} &&" for f in cap)
     argv = ["grade", str(folder), "--out", str(out / "grades.csv"), "--feedback",

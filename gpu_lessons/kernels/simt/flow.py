@@ -32,7 +32,7 @@ import operator
 
 import numpy as np
 
-from .lanes import _ALL_BITS, SIM_FILES, Lanes, _caller_line, _is_scalar
+from .lanes import _ALL_BITS, _NONE, SIM_FILES, Lanes, _caller_line, _is_scalar
 
 #: Comparison operators of a chained comparison, by the names the rewrite passes.
 _COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
@@ -376,12 +376,19 @@ class _FlowOps:
                     self._pop()
             else:
                 arms.append(None)
-        a, b = arms
-        if b is None:
-            return a
-        if a is None:
-            return b
-        return self.where(Lanes(self, c, bits), a, b)
+        # An arm no active lane takes is still evaluated, under no lane at all (it issues and
+        # reads nothing), for its type: C's ``c ? a : b`` has NumPy's promotion of both arms
+        # whichever is taken (``x[i] if c else 0`` is float32 even where every lane takes 0).
+        for k, thunk in ((0, if_true), (1, if_false)):
+            if arms[k] is None:
+                self._push(_NONE)
+                try:
+                    arms[k] = thunk()
+                except Exception:   # an arm that cannot run at all: the other one's type
+                    arms[k] = arms[1 - k]
+                finally:
+                    self._pop()
+        return self.where(Lanes(self, c, bits), arms[0], arms[1])
 
     def _min(self, *args):
         return self._extreme(args, min, np.minimum)

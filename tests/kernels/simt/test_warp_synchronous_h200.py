@@ -56,10 +56,10 @@ def test_the_simulator_flags_the_one_the_gpu_got_wrong():
 def test_the_puzzle_check_says_which_barrier_is_missing():
     """Lane 0 reads sdata[1] at the last step, which lane 1 wrote a step before with nothing
     between: the check names both lanes, the line and t.syncwarp(), not t.sync()."""
-    from gpu_lessons.puzzles._core import RACE_SECTION
+    from gpu_lessons.puzzles._core import WARP_RACE_SECTION
 
     r = puzzles.evaluate("reduce", W.warp_synchronous)
-    assert r.failure == "race" and not r.correct and str(RACE_SECTION) in r.message
+    assert r.failure == "race" and not r.correct and str(WARP_RACE_SECTION) in r.message
     assert "race on sdata[1]" in r.message and "of the same warp" in r.message
     assert "a t.syncwarp() is missing" in r.message
     assert r.line == W.warp_synchronous.__code__.co_firstlineno + 14

@@ -210,6 +210,14 @@ CONSTRUCTS = (
                                                                      "v = x[i] * 2.0f;"),
               "a per-lane variable of a given type; y[...] = v writes it in the active lanes",
               "v = t.local(0.0, np.float32)\nv[...] = x[i] * 2.0\nout[i] = v\n", "t"),
+    Construct("per-thread array", "acc = t.local((4, 4), np.float32), acc[i, j] += v",
+              ("float acc[4][4] = {};", "#pragma unroll", "acc[r][c] += x[i];"),
+              "each thread's own array, zero to begin with, declared at the top level; every "
+              "index is known when the kernel is compiled (numbers, outside constants, variables "
+              "of loops with constant bounds, unrolled up to 64 trips), so the array stays in "
+              "registers: a runtime index, which would spill it to local memory, is refused",
+              "acc = t.local((4, 4), np.float32)\nfor r in range(4):\n    for c in range(4):\n"
+              "        acc[r, c] += x[i]\nout[i] = acc[3, 3]\n", "t"),
     Construct("t.shared", "t.shared((32, 33), np.float32), t.shared(t.block_dim.x)",
               ("__shared__ float tile[32][33];", "extern __shared__"),
               "a block's shared memory; a shape from t.block_dim is dynamic shared memory sized at "

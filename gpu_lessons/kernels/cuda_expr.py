@@ -262,7 +262,7 @@ class _Exprs:
             if not ie.ty.is_int or ie.ty.is_bool:
                 self.refuse(p, "index", f"an index must be an integer, got {ie.ty.text()}")
             idx.append(_signed(ie))
-        if arr.space == "shared":   # a fixed-size __shared__ array keeps its C dimensions
+        if arr.space in ("shared", "local"):   # fixed-size arrays keep their C dimensions
             return arr.name + "".join(f"[{i.text}]" for i in idx)
         if len(idx) == 1:
             return f"{arr.name}[{idx[0].text}]"

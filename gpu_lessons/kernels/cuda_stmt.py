@@ -265,6 +265,8 @@ class _Translator(_Exprs):
             st = _to(_signed(step), "int").wrap(P_REL)
             test = f"({st} > 0 ? {cv} < {stop_text} : {cv} > {stop_text})"
             incr = f"{cv} += {st}"
+        if (n.lineno, n.col_offset) in self.k.unrolled:   # constant bounds, few trips
+            self.emit(indent, "#pragma unroll", None, "")
         self.emit(indent, f"for ({init}; {test}; {incr}) {{", n)
         with self.loop(n):
             self.block(s.blocks[0], indent + 1, lanes_depth)
@@ -362,8 +364,8 @@ class _Translator(_Exprs):
         raise AssertionError(type(n).__name__)
 
     def assign_name(self, n, name, value_node, indent, lanes_depth, declare):
-        if name in self.arrays and isinstance(value_node, ast.Call) and \
-                self.is_t(value_node, "shared"):
+        if name in self.arrays and isinstance(value_node, ast.Call) and (
+                self.is_t(value_node, "shared") or self.is_t(value_node, "local")):
             return self.shared_decl(n, name, value_node, indent)
         if isinstance(value_node, ast.Name) and value_node.id in self.arrays:
             self.refuse(n, "array alias", "give arrays one name: index the argument itself")
@@ -414,6 +416,10 @@ class _Translator(_Exprs):
                     and isinstance(n.targets[0], ast.Name) and counts.get(n.targets[0].id) == 1
                     and not self.is_t(n.value, "shared")):
                 single[n.targets[0].id] = n.value
+            if (s.kind == "simple" and isinstance(n, ast.Assign) and isinstance(
+                    n.targets[0], ast.Name) and n.targets[0].id in self.k.register_arrays):
+                self.register_array(n, single)
+                continue
             if not (s.kind == "simple" and isinstance(n, ast.Assign)
                     and isinstance(n.targets[0], ast.Name) and self.is_t(n.value, "shared")):
                 continue
@@ -468,6 +474,21 @@ class _Translator(_Exprs):
                 self.dynamic.append(_DynShared(name, np.dtype(dtype).itemsize, tuple(parts),
                                                tuple(self.k.constants.items())))
             self.arrays[name] = arr
+
+    def register_array(self, n, single):
+        """``acc = t.local((8, 8), np.float32)``: ``float acc[8][8] = {};`` (every index is a
+        compile-time number: :mod:`gpu_lessons.kernels.registers`)."""
+        name = n.targets[0].id
+        call = n.value
+        dtype_node = call.args[1] if len(call.args) > 1 else next(
+            (kw.value for kw in call.keywords if kw.arg == "dtype"), None)
+        dtype = "float32" if dtype_node is None else np.dtype(
+            dtype_node.attr if dtype_node.attr != "bool_" else "bool").name
+        dims = [self.expr(p) for p in self.inline_uniform(call.args[0], single).elts]
+        cn = self.cname(name)
+        self.arrays[name] = _Array(cn, "local", dtype, dims, node=n)
+        shape_c = "".join(f"[{d.text}]" for d in dims)
+        self._shared_lines[name] = [f"{_CTYPES[dtype]} {cn}{shape_c} = {{}};"]
 
     def split_webs(self):
         """Give a reused Python name a fresh variable where its old value is dead: after

@@ -375,7 +375,7 @@ class _Array:
     """An array the kernel indexes: a global argument or a shared declaration."""
 
     name: str          # C name
-    space: str         # "global", "shared", "dynamic"
+    space: str         # "global", "shared", "dynamic", "local" (a per-thread array)
     dtype: str         # NumPy dtype name
     dims: list         # list of E (C text + const) per dimension
     written: bool = False

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import registers
 from .constructs import (
     BUILTIN_ARITY,
     BUILTINS,
@@ -132,6 +133,10 @@ class Kernel:
     line_offset: int
     constants: dict = field(default_factory=dict)
     locals: frozenset = frozenset()
+    #: per-thread arrays (name -> dimensions) and the unrolled loops' (line, column), from
+    #: :func:`gpu_lessons.kernels.registers.check`
+    register_arrays: dict = field(default_factory=dict)
+    unrolled: frozenset = frozenset()
 
     def lineno(self, node: ast.AST) -> int:
         return node.lineno + self.line_offset
@@ -748,8 +753,9 @@ class _Checker:
             if label is not None:
                 self.string_arg(label, "t.shared's name")
             return
-        if op == "local":
-            self.expr(args[0])
+        if op == "local":   # a value, or a per-thread array's shape (checked in .registers)
+            for p in (args[0].elts if isinstance(args[0], ast.Tuple) else [args[0]]):
+                self.expr(p)
             dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
             if dtype is not None:
                 self.dtype_arg(dtype)
@@ -939,13 +945,17 @@ def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
     except KernelLanguageError as exc:  # the message names the line: the walk's frames do not
         raise exc.with_traceback(None) from None
     values = _resolve(checker, fn_obj, constants, offset)
+    try:
+        arrays, unrolled = registers.check(tree, checker.ctx, values, checker.refuse)
+    except KernelLanguageError as exc:
+        raise exc.with_traceback(None) from None
     if fn_obj is not None and tree.name != fn_obj.__name__:
         raise KernelLanguageError(
             f"the source read for {fn_obj.__name__!r} defines {tree.name!r}; define the kernel "
             f"with def at the top of its cell", construct="module")
     return Kernel(name=tree.name, ctx=checker.ctx, params=checker.params, tree=tree,
                   lines=tuple(source.splitlines()), line_offset=offset, constants=values,
-                  locals=checker.locals)
+                  locals=checker.locals, register_arrays=arrays, unrolled=unrolled)
 
 
 #: What :func:`compile_kernel` leaves a kernel's code able to call.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _validate
 from ...hardware import WARP_SIZE
 from .errors import SimtError
 from .flow import _FlowOps, unweaken
@@ -23,6 +24,7 @@ from .lanes import (
     _Memory,
     _new_event,
 )
+from .registers import Registers
 from .result import (
     Event,
 )
@@ -177,7 +179,14 @@ class WarpContext(_FlowOps, _MemoryOps):
 
     def local(self, value=0, dtype=None) -> Lanes:
         """Declare a per-thread variable (``float acc = 0;``) that branches can update with
-        ``acc[...] = ...``.  One ``alu`` instruction (a move)."""
+        ``acc[...] = ...``.  One ``alu`` instruction (a move).
+
+        With a shape, ``t.local((8, 8), np.float32)`` declares a per-thread array
+        (:class:`~gpu_lessons.kernels.simt.registers.Registers`, zero to begin with; float32
+        unless ``dtype`` says otherwise)."""
+        if type(value) is tuple:
+            shape = _validate.shape("t.local's shape", value)
+            return Registers(self, shape, np.float32 if dtype is None else dtype)
         bits = self._mask_bits
         v = self._value(value, bits, "t.local's value")
         arr = np.empty(WARP_SIZE, dtype=dtype if dtype is not None else np.asarray(v).dtype)

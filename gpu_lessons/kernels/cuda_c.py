@@ -67,9 +67,13 @@ Translation rules
   ``with t.if_(c):``/``with t.else_():`` → ``if (c) { } else { }``;
   ``for _ in t.while_(lambda: c):`` → ``while (c) { }``; ``t.return_if(c)`` →
   ``if (c) return;``; ``t.where(c, a, b)`` → ``c ? a : b``; ``for i in range(a, b, s)`` →
-  ``for (int i = a; i < b; i += s)``.  Logical ``&``, ``|``, ``~`` on conditions become
-  ``&&``, ``||``, ``!``.  ``min``/``max``/``abs`` of lanes are ``np.minimum``/``np.maximum``/
-  ``np.absolute``; ``math.f`` is ``np.f`` (``sqrtf``, ``floorf``, ... for float32).
+  ``for (int i = a; i < b; i += s)``, under ``#pragma unroll`` when its bounds are known at
+  compile time and it runs at most 64 times (:mod:`~gpu_lessons.kernels.registers`).  A
+  per-thread array ``acc = t.local((4, 4), np.float32)`` is ``float acc[4][4] = {};``, indexed
+  ``acc[i][j]`` with compile-time indices only, so it stays in registers.  Logical ``&``,
+  ``|``, ``~`` on conditions become ``&&``, ``||``, ``!``.  ``min``/``max``/``abs`` of lanes
+  are ``np.minimum``/``np.maximum``/``np.absolute``; ``math.f`` is ``np.f`` (``sqrtf``,
+  ``floorf``, ... for float32).
   A variable is declared in the innermost block that holds all its uses, with the type NumPy
   gives it (a variable that starts as a Python number and later holds float32 values is a
   ``float`` from the start, as ``float acc = 0.0f;``).

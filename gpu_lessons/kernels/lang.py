@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import contextlib
 import inspect
 import itertools
 import linecache
@@ -79,7 +78,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import registers
+from . import outside_names, registers
 from .constructs import (
     BUILTIN_ARITY,
     BUILTINS,
@@ -94,26 +93,14 @@ from .constructs import (
     T_DIM3,
     T_VALUES,
 )
+from .errors import USE, KernelLanguageError
+from .outside_names import is_number as _is_number
 
 _ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
                    ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
 _ALLOWED_CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
-_USE = ("kernels may use their arguments, t, np, numbers and local variables "
-        "(docs/kernel_language.md lists the language)")
-
-
-class KernelLanguageError(ValueError):
-    """A kernel uses something outside the kernel language.
-
-    ``construct``: what was refused (e.g. ``"import"``, ``"attribute"``); ``lineno``: the line in
-    the learner's cell or file (``None`` when the whole kernel is at fault).
-    """
-
-    def __init__(self, message: str, *, construct: str, lineno: int | None = None):
-        super().__init__(message)
-        self.construct = construct
-        self.lineno = lineno
+_USE = USE
 
 
 @dataclass(frozen=True)
@@ -143,11 +130,6 @@ class Kernel:
 
     def source_line(self, node: ast.AST) -> str:
         return self.lines[node.lineno - 1]
-
-
-def _is_number(value) -> bool:
-    return (isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_))
-            and not isinstance(value, complex))
 
 
 # -- reading the source ---------------------------------------------------------------------------
@@ -860,59 +842,6 @@ class _Checker:
                                f"{', '.join(sorted(BUILTINS))} can be called")
 
 
-def _resolve(checker: _Checker, kernel, constants, line_offset) -> dict:
-    """Values of the outside names the kernel uses: plain numbers only."""
-    values = {}
-    closure = {}
-    if kernel is not None and getattr(kernel, "__closure__", None):
-        for name, cell in zip(kernel.__code__.co_freevars, kernel.__closure__, strict=True):
-            with contextlib.suppress(ValueError):  # an empty cell has no value
-                closure[name] = cell.cell_contents
-    globs = getattr(kernel, "__globals__", {}) if kernel is not None else {}
-    for name, node in checker.free.items():
-        if name in closure:
-            value = closure[name]
-        elif name in constants:
-            value = constants[name]
-        elif name in globs:
-            value = globs[name]
-        else:
-            line = node.lineno + line_offset
-            hint = ("" if kernel is not None else
-                    " (pass the values of outside constants in constants={...})")
-            if hasattr(builtins, name):
-                raise KernelLanguageError(
-                    f"line {line}: `{name}` is not part of the kernel language; {_USE}",
-                    construct="builtin", lineno=line)
-            raise KernelLanguageError(
-                f"line {line}: `{name}` is not defined: it is not a parameter, a local "
-                f"variable or a constant{hint}", construct="name", lineno=line)
-        if not _is_number(value):
-            line = node.lineno + line_offset
-            raise KernelLanguageError(
-                f"line {line}: `{name}` refers to a {type(value).__name__} outside the kernel; "
-                f"outside names must be plain numbers (e.g. TILE = 32) - pass arrays as "
-                f"arguments and write helpers inline", construct="name", lineno=line)
-        values[name] = value
-    if kernel is not None:
-        for name in BUILTINS:
-            if name in globs and globs[name] is not getattr(builtins, name):
-                used = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(checker.fn))
-                if used:
-                    raise KernelLanguageError(
-                        f"`{name}` is redefined outside the kernel, so the kernel would not call "
-                        f"Python's {name}; rename the outside definition", construct="builtin")
-        if checker.uses_np and globs.get("np", np) is not np and "np" not in closure:
-            raise KernelLanguageError(
-                "`np` outside the kernel is not NumPy; kernels use `import numpy as np`",
-                construct="np")
-        if checker.uses_math and globs.get("math", math) is not math and "math" not in closure:
-            raise KernelLanguageError(
-                "`math` outside the kernel is not Python's math module; kernels use "
-                "`import math`", construct="math")
-    return values
-
-
 def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
     """Check that a kernel is written in the kernel language; return its parsed form.
 
@@ -944,7 +873,7 @@ def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
         checker.body(tree.body, {"top": True})
     except KernelLanguageError as exc:  # the message names the line: the walk's frames do not
         raise exc.with_traceback(None) from None
-    values = _resolve(checker, fn_obj, constants, offset)
+    values = outside_names.resolve(checker, fn_obj, constants, offset)
     try:
         arrays, unrolled = registers.check(tree, checker.ctx, values, checker.refuse)
     except KernelLanguageError as exc:

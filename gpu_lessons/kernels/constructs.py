@@ -53,7 +53,7 @@ T_VALUES = frozenset({"lane", "warp", "warp_size"})
 #: ``where``: "with" (only ``with t.op(...):``), "for" (only ``for _ in t.op(...)``),
 #: "stmt" (a statement of its own), "assign" (a statement or ``name = t.op(...)``),
 #: "local" (``name = t.op(...)``), "shared" (``name = t.op(...)`` at the kernel's top level),
-#: "expr" (anywhere in an expression).
+#: "expr" (anywhere in an expression), "vector" (only as ``a, b, c, d = t.vload(...)``).
 T_CALLS = {
     "if_": (1, 2, {"label"}, "with"),
     "else_": (0, 0, set(), "with"),
@@ -71,6 +71,8 @@ T_CALLS = {
     "shfl_up": (2, 2, set(), "expr"),
     "shfl_xor": (2, 2, set(), "expr"),
     "shfl_idx": (2, 2, set(), "expr"),
+    "vload": (3, 3, set(), "vector"),
+    "vstore": (3, 3, set(), "stmt"),
 }
 #: Calls that must not sit in an operand only some lanes evaluate (``and``/``or``'s right side,
 #: an arm of ``a if c else b``) or in ``t.where``'s values, which Python evaluates for every lane.
@@ -218,6 +220,14 @@ CONSTRUCTS = (
               "registers: a runtime index, which would spill it to local memory, is refused",
               "acc = t.local((4, 4), np.float32)\nfor r in range(4):\n    for c in range(4):\n"
               "        acc[r, c] += x[i]\nout[i] = acc[3, 3]\n", "t"),
+    Construct("vector load, store", "x0, x1, x2, x3 = t.vload(a, i, 4), t.vstore(a, i, (x0, x1, x2, x3))",
+              ("*reinterpret_cast<const float4*>(&x[4 * i]);", "make_float4(v0, v1, v2, v3)"),
+              "2 or 4 consecutive elements per lane in one instruction (float2/float4, "
+              "int2/int4, double2): one request of 8 or 16 bytes per lane; the first element's "
+              "index must be a multiple of the width (the alignment the hardware needs, checked "
+              "in the simulator), and shared arrays they touch are declared __align__(16)",
+              "v0, v1, v2, v3 = t.vload(x, 4 * i, 4)\nif 4 * i + 3 < n:\n"
+              "    t.vstore(out, 4 * i, (v0, v1, v2, v3))\n", "t"),
     Construct("t.shared", "t.shared((32, 33), np.float32), t.shared(t.block_dim.x)",
               ("__shared__ float tile[32][33];", "extern __shared__"),
               "a block's shared memory; a shape from t.block_dim is dynamic shared memory sized at "

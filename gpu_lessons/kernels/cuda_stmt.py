@@ -39,6 +39,9 @@ from .cuda_types import (
 )
 from .lang import KernelLanguageError
 
+#: CUDA's vector type names by element type (float4, int2, ...).
+_VECTOR_BASE = {"float32": "float", "int32": "int", "uint32": "uint", "float64": "double"}
+
 
 class _Translator(_Exprs):
     def need(self, key: str, text: str):
@@ -325,6 +328,8 @@ class _Translator(_Exprs):
                 self.emit(indent, "__syncthreads();", n)
             elif op == "syncwarp":
                 self.emit(indent, "__syncwarp();", n)
+            elif op == "vstore":
+                self.vector_store(call, indent)
             elif op == "return_if":
                 c = self.expr(call.args[0])
                 self.emit(indent, f"if ({c.text}) return;", n)
@@ -333,6 +338,8 @@ class _Translator(_Exprs):
             return
         if isinstance(n, ast.Assign):
             tgt = n.targets[0]
+            if isinstance(tgt, ast.Tuple):   # x0, x1, x2, x3 = t.vload(a, i, 4)
+                return self.vector_load(n, indent, lanes_depth)
             if isinstance(tgt, ast.Name):
                 return self.assign_name(n, tgt.id, n.value, indent, lanes_depth,
                                         merged_name == tgt.id)
@@ -362,6 +369,41 @@ class _Translator(_Exprs):
                 return
             return self.store(n, n.target, value, indent)
         raise AssertionError(type(n).__name__)
+
+    def vector_type(self, node, arr, width: int) -> str:
+        base = _VECTOR_BASE.get(arr.dtype)
+        if base is None or (arr.dtype == "float64" and width != 2):
+            self.refuse(node, "vector type", f"CUDA has no vector of {width} {arr.dtype} "
+                                             f"elements: float32/int32/uint32 take 2 or 4, "
+                                             f"float64 2 (16 bytes at most)")
+        return f"{base}{width}"
+
+    def vector_load(self, n, indent, lanes_depth):
+        """``x0, x1, x2, x3 = t.vload(a, i, 4)``: one 16-byte load into a float4, then its
+        fields (the simulator checks the alignment the cast needs)."""
+        call = n.value
+        arr = self.array(call.args[0])
+        width = call.args[2].value
+        vty = self.vector_type(n, arr, width)
+        vec = self.cname_for(n, "vec")
+        ref = self.flat_index(arr, call.args[1], n)
+        self.emit(indent, f"const {vty} {vec} = *reinterpret_cast<const {vty}*>(&{ref});", n)
+        for k, tgt in enumerate(n.targets[0].elts):
+            value = E(f"{vec}.{'xyzw'[k]}", P_ATOM, Ty(arr.dtype, lanes=True, narrow=False),
+                      arr.cty, arr.dtype.startswith("uint"))
+            if isinstance(tgt, ast.Name):
+                self.assign_var(n, tgt.id, value, indent, lanes_depth, False)
+            else:
+                self.store(n, tgt, value, indent)
+
+    def vector_store(self, call, indent):
+        arr = self.array(call.args[0])
+        arr.written = True
+        vals = call.args[2].elts
+        vty = self.vector_type(call, arr, len(vals))
+        ref = self.flat_index(arr, call.args[1], call)
+        parts = ", ".join(_assignable(self.expr(v), arr.cty).text for v in vals)
+        self.emit(indent, f"*reinterpret_cast<{vty}*>(&{ref}) = make_{vty}({parts});", call)
 
     def assign_name(self, n, name, value_node, indent, lanes_depth, declare):
         if name in self.arrays and isinstance(value_node, ast.Call) and (
@@ -447,7 +489,8 @@ class _Translator(_Exprs):
             if all(d.const is not None for d in dims):
                 arr = _Array(cn, "shared", dtype, dims, node=n)
                 shape_c = "".join(f"[{d.text}]" for d in dims)
-                self._shared_lines[name] = [f"__shared__ {cty} {cn}{shape_c};"]
+                align = " __align__(16)" if name in self.vector_arrays() else ""
+                self._shared_lines[name] = [f"__shared__{align} {cty} {cn}{shape_c};"]
             else:
                 arr = _Array(cn, "dynamic", dtype, [_signed(d) for d in dims], node=n)
                 size = None
@@ -474,6 +517,12 @@ class _Translator(_Exprs):
                 self.dynamic.append(_DynShared(name, np.dtype(dtype).itemsize, tuple(parts),
                                                tuple(self.k.constants.items())))
             self.arrays[name] = arr
+
+    def vector_arrays(self) -> set[str]:
+        """The arrays a t.vload/t.vstore touches (a static __shared__ array then needs the
+        16-byte alignment a float4 access has, which C gives a float array only on request)."""
+        return {node.args[0].id for node in ast.walk(self.k.tree)
+                if self.is_t(node, "vload") or self.is_t(node, "vstore")}
 
     def register_array(self, n, single):
         """``acc = t.local((8, 8), np.float32)``: ``float acc[8][8] = {};`` (every index is a

@@ -51,7 +51,8 @@ def _structure(stmts, ctx) -> list[_S]:
                 out.append(_S("for_range", s, [_structure(s.body, ctx)]))
         elif isinstance(s, ast.While):
             out.append(_S("while", s, [_structure(s.body, ctx)]))
-        elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Tuple):
+        elif isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Tuple) \
+                and not isinstance(s.value, ast.Call):   # t.vload stays one statement
             out.extend(_S("simple", a) for a in _unpack(s))
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass  # a docstring
@@ -165,6 +166,9 @@ def _assigned_names(stmts) -> set[str]:
         if s.kind == "simple":
             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
                 found.add(n.targets[0].id)
+            elif isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple):   # t.vload
+                found |= {e.id if isinstance(e, ast.Name) else e.value.id
+                          for e in n.targets[0].elts}
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 found.add(n.target.id)
             elif isinstance(n, (ast.Assign, ast.AugAssign)):

@@ -204,10 +204,18 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(target, ast.Name):
             return self.assign_name(target.id, node.value, node)
         if isinstance(target, ast.Tuple):
-            values = node.value.elts
+            out = []
+            if isinstance(node.value, ast.Call):   # x0, x1, x2, x3 = t.vload(a, i, 4)
+                vec = self.fresh("vec")
+                out.append(self.located(ast.Assign([ast.Name(vec, ast.Store())], node.value),
+                                        node))
+                values = [ast.Subscript(ast.Name(vec, ast.Load()), ast.Constant(k), ast.Load())
+                          for k in range(len(target.elts))]
+            else:
+                values = node.value.elts
             temps = [self.fresh("tup") for _ in values]
-            out = [self.located(ast.Assign([ast.Name(tmp, ast.Store())], v), node)
-                   for tmp, v in zip(temps, values, strict=True)]
+            out += [self.located(ast.Assign([ast.Name(tmp, ast.Store())], v), node)
+                    for tmp, v in zip(temps, values, strict=True)]
             for tgt, tmp in zip(target.elts, temps, strict=True):
                 if isinstance(tgt, ast.Name):
                     out += self.assign_name(tgt.id, ast.Name(tmp, ast.Load()), node)

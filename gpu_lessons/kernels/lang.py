@@ -387,6 +387,8 @@ class _Checker:
 
     def tuple_assign(self, s, tgt):
         """``a, b = e1, e2``: every right-hand value first, in order, then the names."""
+        if self.is_t_call(s.value, "vload"):   # x0, x1, x2, x3 = t.vload(a, i, 4)
+            return self.vector_assign(s, tgt)
         if isinstance(tgt, ast.List) or not all(isinstance(e, ast.Name) for e in tgt.elts):
             self.refuse(s, "tuple assignment", "a tuple assignment sets names: a, b = e1, e2 "
                                                "(store array elements one at a time: "
@@ -409,6 +411,22 @@ class _Checker:
                 self.refuse(e, "tuple assignment", f"t.{e.func.attr} needs a line of its own: "
                                                    f"name = t.{e.func.attr}(...)")
             self.expr(e)
+
+    def vector_assign(self, s, tgt):
+        width = s.value.args[2] if len(s.value.args) == 3 else None
+        if not (isinstance(width, ast.Constant) and width.value in (2, 4)
+                and type(width.value) is int and len(tgt.elts) == width.value):
+            self.refuse(s, "t.vload", "write x0, x1, x2, x3 = t.vload(a, i, 4) (or two names "
+                                      "and width 2): the width is the number 2 or 4, one name "
+                                      "or element per value")
+        for e in tgt.elts:
+            if isinstance(e, ast.Name):
+                self.bind(e, e.id)
+            elif isinstance(e, ast.Subscript):
+                self.store_target(e)
+            else:
+                self.refuse(e, "t.vload", "each target is a name or an element a[i]")
+        self.t_call(s.value, top=True)
 
     def augassign(self, s, where):
         if not isinstance(s.op, _ALLOWED_BINOPS):
@@ -570,7 +588,8 @@ class _Checker:
                              "only as a statement of its own", "assign":
                              "only as a statement or as name = t.{op}(...)", "local":
                              "only as name = t.{op}(...)", "shared":
-                             "only as name = t.{op}(...) at the kernel's top level"}[kind]
+                             "only as name = t.{op}(...) at the kernel's top level",
+                             "vector": "only as x0, x1, x2, x3 = t.{op}(a, i, 4)"}[kind]
                     self.refuse(e, f"t.{e.func.attr} placement",
                                 f"t.{e.func.attr} can be used " + where.format(op=e.func.attr))
                 if arm and e.func.attr in SIDE_EFFECT_CALLS:
@@ -742,7 +761,7 @@ class _Checker:
             if dtype is not None:
                 self.dtype_arg(dtype)
             return
-        if op.startswith("atomic_"):
+        if op.startswith("atomic_") or op in ("vload", "vstore"):
             arr = args[0]
             if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):
                 self.refuse(e, "atomic", f"t.{op}'s first argument is an array, by name")
@@ -750,6 +769,12 @@ class _Checker:
             idx = args[1]
             for p in (idx.elts if isinstance(idx, ast.Tuple) else [idx]):
                 self.expr(p)
+            if op == "vstore":
+                vals = args[2]
+                if not (isinstance(vals, ast.Tuple) and len(vals.elts) in (2, 4)):
+                    self.refuse(e, "t.vstore", "the values are a tuple of 2 or 4 written out: "
+                                               "t.vstore(a, i, (x0, x1, x2, x3))")
+                args = [*args[:2], *vals.elts]
             for a in args[2:]:
                 self.expr(a)
             return

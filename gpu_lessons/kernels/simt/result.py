@@ -51,6 +51,8 @@ class Event(NamedTuple):
     inactive lane.  Atomics carry ``serialisation``: how many active lanes hit the most
     contended address.  ``shfl`` carries ``inactive_reads``: active lanes that read an
     inactive lane.  ``bar.sync`` carries ``wait``: issue slots spent waiting for slower warps.
+    A vector access (``t.vload``/``t.vstore``) carries ``width``: elements per lane (2 or 4),
+    one request of that many times the element size; ``indices`` name each lane's first.
     """
 
     block: int
@@ -73,6 +75,7 @@ class Event(NamedTuple):
     inactive_reads: int | None = None
     wait: int | None = None
     indices: tuple | None = None
+    width: int | None = None
 
     @property
     def issued(self) -> bool:

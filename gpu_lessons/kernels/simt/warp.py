@@ -28,11 +28,12 @@ from .registers import Registers
 from .result import (
     Event,
 )
+from .vectors import _VectorOps
 from .warp_memory import _MemoryOps, _undefined_message
 
 # -- the warp context ---------------------------------------------------------------------------
 
-class WarpContext(_FlowOps, _MemoryOps):
+class WarpContext(_FlowOps, _MemoryOps, _VectorOps):
     """What a kernel sees as ``t``: thread/block indices and the SIMT operations.
 
     Attributes: ``thread_idx`` (Dim3 of :class:`Lanes`), ``block_idx``, ``block_dim``,

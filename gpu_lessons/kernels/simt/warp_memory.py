@@ -170,10 +170,14 @@ class _MemoryOps:
         self._record(mem, kind, lanes, flat, offsets, line, _WRITE if store else _READ)
         return result
 
-    def _record(self, mem, kind, lanes, flat, offsets, line, access, serialisation=None):
-        """Count one memory instruction and log what race/uninitialised checks need."""
+    def _record(self, mem, kind, lanes, flat, offsets, line, access, serialisation=None,
+                width=1):
+        """Count one memory instruction and log what race/uninitialised checks need.
+
+        ``width``: elements per lane of a vector access (``flat``/``offsets`` name each lane's
+        first element; the access is one request of ``width`` times the element size)."""
         counts = _memory_counts(mem.space, mem.base, offsets, self._mask, self._mask_bits,
-                                mem.data.dtype.itemsize)
+                                mem.data.dtype.itemsize * width)
         sim = self._sim
         indices = None
         if sim.record_indices:
@@ -189,8 +193,11 @@ class _MemoryOps:
         sim.events.append(_new_event(Event, (
             b.linear, self.warp, self._step, self._step + self._time_offset, b.phase, kind,
             self._mask_bits, self._path_t, line, mem.name, *counts, serialisation, None,
-            None, indices)))
+            None, indices, width if width > 1 else None)))
         self._step += 1
+        if width > 1:   # the race and uninitialised checks see every element
+            flat = (flat[:, None] + np.arange(width)).ravel()
+            lanes = np.repeat(lanes, width)
         if mem.space == "shared":
             alloc = self._b.shared[mem._alloc]
             if access != _WRITE:

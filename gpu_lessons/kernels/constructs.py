@@ -73,6 +73,7 @@ T_CALLS = {
     "shfl_idx": (2, 2, set(), "expr"),
     "vload": (3, 3, set(), "vector"),
     "vstore": (3, 3, set(), "stmt"),
+    "launch_bounds": (1, 2, set(), "stmt"),
 }
 #: Calls that must not sit in an operand only some lanes evaluate (``and``/``or``'s right side,
 #: an arm of ``a if c else b``) or in ``t.where``'s values, which Python evaluates for every lane.
@@ -228,6 +229,11 @@ CONSTRUCTS = (
               "in the simulator), and shared arrays they touch are declared __align__(16)",
               "v0, v1, v2, v3 = t.vload(x, 4 * i, 4)\nif 4 * i + 3 < n:\n"
               "    t.vstore(out, 4 * i, (v0, v1, v2, v3))\n", "t"),
+    Construct("t.launch_bounds", "t.launch_bounds(256, 2)", ("__launch_bounds__(256, 2)",),
+              "at the kernel's top level: blocks have at most 256 threads (a larger launch "
+              "fails) and the compiler keeps registers low enough for 2 blocks per SM "
+              "(kernels.compile shows the count it chose)",
+              "t.launch_bounds(256, 2)\nout[i] = x[i]\n", "t"),
     Construct("t.shared", "t.shared((32, 33), np.float32), t.shared(t.block_dim.x)",
               ("__shared__ float tile[32][33];", "extern __shared__"),
               "a block's shared memory; a shape from t.block_dim is dynamic shared memory sized at "

@@ -114,6 +114,8 @@ Translation rules
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from .cuda_stmt import _Translator
@@ -187,7 +189,15 @@ def to_cuda(kernel, *args) -> CudaSource:
         else:
             sig.append(f"{p.ctype} {p.cname}")
     kname = k.name if k.name not in _RESERVED else k.name + "_"
-    body_lines = [(0, f'extern "C" __global__ void {kname}({", ".join(sig)})', ""), (0, "{", "")]
+    bounds = next((s.value for s in k.tree.body if isinstance(s, ast.Expr)
+                   and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                   and isinstance(s.value.func.value, ast.Name) and s.value.func.value.id == k.ctx
+                   and s.value.func.attr == "launch_bounds"), None)
+    if bounds is not None:   # t.launch_bounds(256, 2): numbers checked by kernels.registers
+        decl = f"__launch_bounds__({', '.join(tr.expr(a).text for a in bounds.args)}) {kname}"
+    else:
+        decl = kname
+    body_lines = [(0, f'extern "C" __global__ void {decl}({", ".join(sig)})', ""), (0, "{", "")]
     body_lines += tr.lines
     body_lines.append((0, "}", ""))
     body = _format(body_lines)

@@ -328,6 +328,8 @@ class _Translator(_Exprs):
                 self.emit(indent, "__syncthreads();", n)
             elif op == "syncwarp":
                 self.emit(indent, "__syncwarp();", n)
+            elif op == "launch_bounds":
+                self.emit(indent, "// __launch_bounds__ in the signature", n)
             elif op == "vstore":
                 self.vector_store(call, indent)
             elif op == "return_if":

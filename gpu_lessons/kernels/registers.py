@@ -107,6 +107,19 @@ class _Pass:
                             f"memory: make it smaller (8 x 8 = 64 is the usual register tile)")
             self.arrays[name] = len(node.value.args[0].elts)
 
+    def launch_bounds(self):
+        for node in ast.walk(self.fn):
+            if not (isinstance(node, ast.Call) and _is_t(node, self.ctx, "launch_bounds")):
+                continue
+            if not any(isinstance(s, ast.Expr) and s.value is node for s in self.fn.body):
+                self.refuse(node, "t.launch_bounds placement", "t.launch_bounds(...) is a "
+                            "statement at the kernel's top level: it describes every launch")
+            for a in node.args:
+                v = self.value(a, {})
+                if v is None or v < 1:
+                    self.refuse(a, "t.launch_bounds", "the bounds are positive numbers known "
+                                "when the kernel is compiled: t.launch_bounds(256, 2)")
+
     def walk(self, stmts, loops, slow):
         """``slow``: variables of loops that are not unrolled, with why (for messages)."""
         for s in stmts:
@@ -194,6 +207,7 @@ def check(fn: ast.FunctionDef, ctx: str, constants: dict, refuse) -> tuple[dict,
     dimensions by name, and the ``(line, column)`` of every unrolled loop."""
     p = _Pass(fn, ctx, constants, refuse)
     p.declarations()
+    p.launch_bounds()
     body = [s for s in fn.body if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
                                         and _is_t(s.value, ctx, "local")
                                         and s.targets[0].id in p.arrays)]

@@ -147,3 +147,46 @@ def test_a_name_assigned_once_from_constants_can_size_and_index():
     run(k, 1, 32, out)
     np.testing.assert_array_equal(out, np.full(32, 4.5, np.float32))
     assert "float acc[2 * 2] = {};" in to_cuda(k, out)
+
+
+def bounded(t, a, b, c, n):
+    t.launch_bounds(256, 4)
+    acc = t.local((8, 8), np.float32)
+    i = t.block_idx.x * t.block_dim.x + t.thread_idx.x
+    for k in range(n):
+        for r in range(8):
+            for q in range(8):
+                acc[r, q] += a[k * 8 + r] * b[k * 8 + q] * i
+    for r in range(8):
+        for q in range(8):
+            c[i * 64 + r * 8 + q] = acc[r, q]
+
+
+def _bounded_args(n=4):
+    return (np.ones(8 * n, np.float32), np.ones(8 * n, np.float32),
+            np.zeros(256 * 64, np.float32), n)
+
+
+def test_launch_bounds_reach_the_signature_and_refuse_a_bigger_block():
+    src = to_cuda(bounded, *_bounded_args())
+    assert 'void __launch_bounds__(256, 4) bounded(' in src and src.kernel_name == "bounded"
+    a, b, c, n = _bounded_args()
+    run(bounded, 1, 256, a, b, c, n)
+    np.testing.assert_array_equal(c.reshape(256, 64), np.repeat(np.arange(256.0)[:, None] * n,
+                                                                 64, axis=1))
+    with pytest.raises(ValueError, match=r"more than the t\.launch_bounds\(256\)"):
+        run(bounded, 1, 512, *_bounded_args())
+
+
+@needs_nvrtc
+def test_launch_bounds_cap_the_registers_nvrtc_gives():
+    # 4 blocks of 256 threads on an SM of 65,536 registers leave 64 per thread
+    assert compile(bounded, *_bounded_args(), exact=False).registers_per_thread <= 64
+
+
+def test_launch_bounds_belong_at_the_top_level():
+    with pytest.raises(KernelLanguageError, match="top level"):
+        validate("def k(t, out, n):\n    if n > 0:\n        t.launch_bounds(128)\n"
+                 "    out[0] = 1.0\n")
+    with pytest.raises(KernelLanguageError, match=r"known when"):
+        validate("def k(t, out, n):\n    t.launch_bounds(n)\n    out[0] = 1.0\n")

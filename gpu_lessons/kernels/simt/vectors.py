@@ -55,6 +55,19 @@ class _VectorOps:
                 f"index that is a multiple of {width}")
         return lanes, flat, offsets
 
+    def launch_bounds(self, max_threads, min_blocks=1) -> None:
+        """``__launch_bounds__(max_threads, min_blocks)``: a launch of bigger blocks fails
+        (CUDA C++ Programming Guide, "Launch Bounds"); ``min_blocks`` only guides the
+        compiler's register budget, which :func:`gpu_lessons.kernels.compile` reports."""
+        for name, v in (("max_threads", max_threads), ("min_blocks", min_blocks)):
+            if type(v) is not int or v < 1:
+                raise ValueError(f"t.launch_bounds: {name} must be a positive int, got {v!r}")
+        threads = self._sim.threads_per_block
+        if threads > max_threads:
+            raise ValueError(f"the block has {threads} threads, more than the "
+                             f"t.launch_bounds({max_threads}) the kernel declares: on a GPU "
+                             f"this launch fails; launch blocks of at most {max_threads} threads")
+
     def vload(self, array, index, width) -> tuple:
         """``width`` consecutive elements from ``array[index]`` on, per lane: a tuple of lane
         values (one vector load instruction)."""

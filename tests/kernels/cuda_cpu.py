@@ -53,7 +53,22 @@ static std::mutex harness_atomic_mutex;
 #define __device__ static
 #define __forceinline__ inline
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline int2 make_int2(int x, int y) { return {x, y}; }
+static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+static inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline double2 make_double2(double x, double y) { return {x, y}; }
 static inline void __syncthreads() { harness_block_barrier->arrive_and_wait(); }
 static inline void __syncwarp() { harness_warp_barrier[harness_linear / 32]->arrive_and_wait(); }
 template <class T> static T harness_shfl_from(T v, int src, bool valid) {
@@ -137,8 +152,9 @@ def _build(source: str) -> ctypes.CDLL:
     if not lib.exists():
         cpp = _CACHE / f"k_{digest}.cpp"
         cpp.write_text(source)
-        proc = subprocess.run(["g++", "-std=c++20", "-O0", "-ffp-contract=off", "-shared",
-                               "-fPIC", "-pthread", "-w", "-o", str(lib), str(cpp)],
+        proc = subprocess.run(["g++", "-std=c++20", "-O0", "-ffp-contract=off",
+                               "-fno-strict-aliasing", "-shared", "-fPIC", "-pthread", "-w",
+                               "-o", str(lib), str(cpp)],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"g++ failed:\n{proc.stderr[:4000]}\n--- source ---\n{source}")

@@ -2,9 +2,11 @@
 model's counts for a 16-byte access, the alignment check, the translation to float4 and the
 128-bit instructions NVRTC makes of it (gpu_lessons/kernels/simt/vectors.py)."""
 
+import cuda_cpu as cpu
 import numpy as np
 import pytest
-from test_register_arrays import BK, BM, BN, TM, TN, _problem
+from test_register_arrays import BK, BM, BN, TM, TN, _problem, blocktile_2d
+from test_sgemm_tool import sgemm
 
 from gpu_lessons.kernels import KernelLanguageError, compile, nvrtc, run, to_cuda, validate
 
@@ -132,3 +134,17 @@ def test_nvrtc_makes_128_bit_instructions_of_them():
     assert any("LDS.128" in s for s in sass)
     assert any("STG.E.128" in s for s in sass)
     assert ck.local_bytes == 0
+
+
+@pytest.mark.skipif(not cpu.available(), reason="g++ is not installed")
+@pytest.mark.parametrize("kernel, tile, threads, n", [
+    (blocktile_2d, 32, 64, 64), (vectorized_2d, 32, 64, 64), (sgemm.blocktile_8x8, 128, 256, 128)])
+def test_the_translation_computes_what_the_simulator_computes(kernel, tile, threads, n):
+    # random floats, not integers: every rounding of every multiply and add must agree
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(n * n).astype(np.float32)
+    b = rng.standard_normal(n * n).astype(np.float32)
+    c_sim, c_cpu = np.zeros(n * n, np.float32), np.zeros(n * n, np.float32)
+    run(kernel, (n // tile, n // tile), threads, a, b, c_sim, n)
+    cpu.run_cpu(to_cuda(kernel, a, b, c_cpu, n), (n // tile, n // tile), threads, a, b, c_cpu, n)
+    np.testing.assert_array_equal(c_cpu.view(np.uint32), c_sim.view(np.uint32))

@@ -72,13 +72,17 @@ def test_an_interrupted_run_resumes_from_its_journal_and_writes_the_same_grades(
     book = journal.path_for(out)
     assert book.exists()
     kept = [json.loads(line) for line in book.read_text().splitlines()]
-    assert len([e for e in kept if "row" in e]) == 2
+    done = {e["file"] for e in kept if "row" in e}
+    # two rows were reported; the pool's worker may have journaled a third before the
+    # interrupt reached it (a finished row is kept, never lost)
+    assert 2 <= len(done) <= 3
     first_seed = kept[0]["seed"]
-    with open(book, "a") as f:  # the grader was killed while writing a third row
-        f.write('{"file": "s2_05.ipynb", "sha256": "')
+    torn = next(f"s{i}_05.ipynb" for i in range(4) if f"s{i}_05.ipynb" not in done)
+    with open(book, "a") as f:  # the grader was killed while writing the next row
+        f.write('{"file": "%s", "sha256": "' % torn)
     fake_sandbox.clear()
     again = _run(folder, out)
-    assert len(fake_sandbox) == 2  # only the two rows the journal did not hold
+    assert len(fake_sandbox) == 4 - len(done)  # only the rows the journal did not hold
     assert again.seed == first_seed
     assert [(r.file, r.points, r.status) for r in again.rows] == \
         [(r.file, r.points, r.status) for r in full.rows]

@@ -64,8 +64,59 @@ def blocktile_8x8(t, a, b, c, n):
         t.vstore(c, r * n + col0 + 64 + tx * 4, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
 
 
+def double_buffered(t, a, b, c, n):
+    """:func:`blocktile_8x8` with two shared stages: the next k-tile is loaded into registers
+    before this one is computed and stored into the other stage after, one barrier a tile."""
+    t.launch_bounds(256, 2)
+    sa = t.shared((2, 8, 128), np.float32)
+    sb = t.shared((2, 8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8,), np.float32)
+    rb = t.local((8,), np.float32)
+    ga = t.local((4,), np.float32)
+    gb = t.local((4,), np.float32)
+    tid = t.thread_idx.x
+    ty = tid // 16
+    tx = tid % 16
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    arow = tid // 2
+    acol = (tid % 2) * 4
+    brow = tid // 32
+    bcol = (tid % 32) * 4
+    ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * n + acol, 4)
+    gb[0], gb[1], gb[2], gb[3] = t.vload(b, brow * n + col0 + bcol, 4)
+    for q in range(4):
+        sa[0, acol + q, arow] = ga[q]
+    t.vstore(sb, (0, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+    t.sync()
+    for k0 in range(0, n, 8):
+        s = (k0 // 8) % 2
+        if k0 + 8 < n:
+            ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * n + k0 + 8 + acol, 4)
+            gb[0], gb[1], gb[2], gb[3] = t.vload(b, (k0 + 8 + brow) * n + col0 + bcol, 4)
+        for k in range(8):
+            ra[0], ra[1], ra[2], ra[3] = t.vload(sa, (s, k, ty * 4), 4)
+            ra[4], ra[5], ra[6], ra[7] = t.vload(sa, (s, k, 64 + ty * 4), 4)
+            rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (s, k, tx * 4), 4)
+            rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (s, k, 64 + tx * 4), 4)
+            for i in range(8):
+                for j in range(8):
+                    acc[i, j] += ra[i] * rb[j]
+        if k0 + 8 < n:
+            for q in range(4):
+                sa[1 - s, acol + q, arow] = ga[q]
+            t.vstore(sb, (1 - s, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+        t.sync()
+    for i in range(8):
+        r = row0 + ty * 4 + i % 4 + (i // 4) * 64
+        t.vstore(c, r * n + col0 + tx * 4, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
+        t.vstore(c, r * n + col0 + 64 + tx * 4, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
 #: (name, kernel, tile of C per block, threads per block)
-RUNGS = [("blocktile_8x8 (128 x 128 tile, 256 threads, float4)", blocktile_8x8, 128, 256)]
+RUNGS = [("blocktile_8x8 (128 x 128 tile, 256 threads, float4)", blocktile_8x8, 128, 256),
+         ("double_buffered (blocktile_8x8, two shared stages)", double_buffered, 128, 256)]
 
 
 def main(out):

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._format import bandwidth, duration, percent, si
+from .._math import cdiv
 from .model import _predict
 
 SECTIONS = ("GPU Speed Of Light Throughput", "Memory Workload Analysis",
@@ -78,7 +79,7 @@ def _report(pred, x, exact) -> Profile:
     total = lambda f: s.total(f)  # noqa: E731
     by_kind = lambda name: total(lambda b: b.stats["by_kind"].get(name, 0.0))  # noqa: E731
     kernel_s = pred.seconds - pred.overhead
-    rounds = -(-x["per_sm"] // x["resident"])
+    rounds = cdiv(x["per_sm"], x["resident"])
     warps = s.warps_per_block
     achieved = x["per_sm"] * warps / (rounds * 64) if rounds else 0.0
     lanes = total(lambda b: b.stats.get("active_lanes", 0.0))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
+from .._math import cdiv, round_up
 from .calibration import READ_UNROLL
 
 #: NumPy operations that CUDA compiles to a multi-instruction sequence around the SFU
@@ -222,7 +223,7 @@ def sample(kernel, grid, block, *args, max_blocks: int = 8, time_budget: float =
         name = names[k] if k < len(names) else f"arg{k}"
         if isinstance(a, np.ndarray):
             a = np.ascontiguousarray(a).copy()   # the caller's arrays stay as they were
-            start = -(-top // simt.GLOBAL_ALIGN) * simt.GLOBAL_ALIGN
+            start = round_up(top, simt.GLOBAL_ALIGN)
             wrapped.append(simt._GlobalArg(a, start, name))
             shapes[name] = ("global", a.shape, a.dtype.itemsize)
             arrays[name] = (a.nbytes, a.dtype.itemsize)
@@ -233,7 +234,7 @@ def sample(kernel, grid, block, *args, max_blocks: int = 8, time_budget: float =
             raise TypeError(f"{name}: kernel arguments must be NumPy arrays or numbers, "
                             f"got {type(a).__name__}")
     n_blocks = grid3.x * grid3.y * grid3.z
-    warps = -(-threads // 32)
+    warps = cdiv(threads, 32)
     out = Sample(getattr(kernel, "__name__", "kernel"), tuple(grid3), tuple(block3), n_blocks,
                  warps)
     loops = _Loops()

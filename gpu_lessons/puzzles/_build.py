@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._math import cdiv  # noqa: F401  (the lesson modules import it from here)
 from .._validate import integer
 from ._core import COALESCED_WHY, Budget, Section
 
@@ -20,10 +21,6 @@ def values(rng, n: int, low: int = 0, high: int = 100) -> np.ndarray:
 def unwritten(n: int) -> np.ndarray:
     """An output buffer: NaN everywhere, so an element the kernel never writes shows."""
     return np.full(n, np.nan, dtype=np.float32)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def size_int(name: str, value, *, low: int = 1, high: int | None = None, multiple: int = 1):

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._math import cdiv
 from ..hardware import gpu as lookup
 from ..kernels import run
 from ..kernels.simt.examples import simulate
@@ -37,7 +38,7 @@ def _slots(gpu, threads, *, block_cap=True, sms=True) -> int:
     per_sm = occupancy(cc=g.cc, threads_per_block=threads, registers_per_thread=1,
                        shared_mem_per_block=0).blocks_per_sm
     if not block_cap:
-        per_sm = cc.max_warps_per_sm // -(-threads // 32)
+        per_sm = cc.max_warps_per_sm // cdiv(threads, 32)
     return per_sm * (g.sms if sms else 1)
 
 

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._math import cdiv
 from ..cache import Cache
 from ..hardware import gpu as lookup
 from ..ladder import BANK_BYTES, memory_ladder, shared_bandwidth
@@ -126,7 +127,7 @@ def _write_traffic_edges() -> list[dict]:
 
 
 def _lines(n_elements, element_bytes, line_bytes) -> int:
-    return -(-n_elements * element_bytes // line_bytes)
+    return cdiv(n_elements * element_bytes, line_bytes)
 
 
 def _wb_stored_bytes(e, n_elements, passes, element_bytes, line_bytes, policy):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .._format import percent
+from .._math import cdiv, round_up
 from ..hardware import gpu as lookup
 from ..latency import Config, compare, issue_rate
 from ..occupancy import LIMITS, compute_capability, occupancy, occupancy_vs_registers
@@ -40,12 +41,12 @@ def _variant(threads, regs, smem, *, reserve=True, granular=True, sub_partitions
     compute-capability table, as the calculator's do.
     """
     spec = compute_capability(cc)
-    w = -(-threads // 32)
+    w = cdiv(threads, 32)
     limits = [spec.max_warps_per_sm // w]
     if block_cap:
         limits.append(spec.max_blocks_per_sm)
     if regs:
-        per_warp = -(-regs * 32 // spec.register_unit) * spec.register_unit
+        per_warp = round_up(regs * 32, spec.register_unit)
         if not granular:
             limits.append(spec.registers_per_sm // (regs * 32 * w))
         elif not sub_partitions:
@@ -55,7 +56,7 @@ def _variant(threads, regs, smem, *, reserve=True, granular=True, sub_partitions
             limits.append(spec.sub_partitions * (part // per_warp) // w)
     if smem:
         extra = spec.reserved_shared_per_block if reserve else 0
-        per_block = -(-(smem + extra) // spec.shared_unit) * spec.shared_unit
+        per_block = round_up(smem + extra, spec.shared_unit)
         limits.append(spec.max_sm_shared // per_block)
     return min(limits) * w / spec.max_warps_per_sm
 
@@ -96,7 +97,7 @@ def _design_candidates(gpu, regs, regs_min, smem_per_warp):
     """Every block size with the register counts where the allocation changes: a warp's
     registers come in units of 256, i.e. 8 per thread, so the top of each band of 8 (and
     the ends of the range) covers every occupancy there is."""
-    counts = sorted({regs_min, regs, *range(-(-regs_min // 8) * 8, regs + 1, 8)})
+    counts = sorted({regs_min, regs, *range(round_up(regs_min, 8), regs + 1, 8)})
     for threads in _BLOCKS:
         for r in counts:
             yield threads, r, _design_occupancy(gpu, threads, r, smem_per_warp)
@@ -219,7 +220,7 @@ def _max_registers_pooled(ref, gpu, threads, warps) -> float | None:
 
 def _max_registers_full(ref, gpu, threads, warps) -> float | None:
     """The budget at full occupancy: the most warps whole blocks of this size can reach."""
-    w = -(-threads // 32)
+    w = cdiv(threads, 32)
     full = compute_capability(lookup(gpu).cc).max_warps_per_sm // w * w
     value = _max_registers(gpu, threads, full)
     return None if value == ref else value
@@ -281,9 +282,9 @@ def _no_block_cap(e, threads_per_block, registers_per_thread, shared_mem_per_blo
 def _warps_not_blocks(e, threads_per_block, registers_per_thread, shared_mem_per_block):
     """Occupancy as threads / 2048 with fractional blocks: no floor division anywhere."""
     spec = compute_capability("9.0")
-    w = -(-threads_per_block // 32)
+    w = cdiv(threads_per_block, 32)
     unit = spec.register_unit
-    per_warp = -(-registers_per_thread * 32 // unit) * unit
+    per_warp = round_up(registers_per_thread * 32, unit)
     fits = [spec.max_warps_per_sm, spec.registers_per_sm / per_warp]
     if shared_mem_per_block:
         per_block = shared_mem_per_block + spec.reserved_shared_per_block

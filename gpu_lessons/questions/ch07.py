@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .._math import cdiv
 from ..capstone import classify
 from ..costs import elementwise, gemm_tiled
 from ..hardware import gpu as lookup
@@ -120,10 +121,6 @@ def _tiled_edges() -> list[dict]:
             case(64, 64, 64, 128, 4),        # tile larger than C: each operand once
             case(512, 512, 512, 1, 4),       # 1 x 1 tiles: the naive kernel
             case(100, 7, 33, 32, 2)]         # tall and skinny
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 # -- 07.tile_for_ridge: how big a tile puts a GEMM past the ridge -------------------------------
@@ -339,7 +336,7 @@ QUESTIONS = (
                 Mistake("swapped", "A (m x k) is re-read once per block *column* of C "
                         "(⌈n/tile⌉ times) and B once per block *row* (⌈m/tile⌉).",
                         value=lambda e, m, n, k, tile, dtype_bytes: dtype_bytes
-                        * (m * k * _ceil(m, tile) + k * n * _ceil(n, tile) + m * n)),
+                        * (m * k * cdiv(m, tile) + k * n * cdiv(n, tile) + m * n)),
                 Mistake("elements", "that counts elements; multiply by dtype_bytes for bytes.",
                         value=lambda e, m, n, k, tile, dtype_bytes: e / dtype_bytes),
                 Mistake("no_reuse", "that is the naive kernel (every multiply-add loads its "

@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import cache
 
 from .. import capstone, costs, latency, memory
+from .._math import cdiv
 from ..capstone import diagnose, evidence
 from ..hardware import catalog, measured
 from ..hardware import gpu as lookup
@@ -172,7 +173,7 @@ def _staged_kernel():
                     "predicts (600 ns loaded latency) for the resident warps the occupancy "
                     "calculator allows, one 4-byte load in flight per thread; the stores, after "
                     "the barrier, wait for nothing",
-        launch=capstone.Launch(blocks=-(-_STAGED_N // _STAGED_FLOATS), threads_per_block=256,
+        launch=capstone.Launch(blocks=cdiv(_STAGED_N, _STAGED_FLOATS), threads_per_block=256,
                                registers_per_thread=30, shared_mem_per_block=_STAGED_SMEM),
         accesses=(capstone.WarpAccess("load x", tuple(memory.strided(1))),
                   capstone.WarpAccess("store y", tuple(memory.strided(1)))),

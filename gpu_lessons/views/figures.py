@@ -24,6 +24,7 @@ from jupyter_bokeh import BokehModel
 
 from .. import _validate
 from .._format import memory_size, si
+from .._math import cdiv
 from ..hardware import gpu as catalog_gpu
 from ..kernels.simt import SimResult
 from ..ladder import memory_ladder
@@ -67,10 +68,10 @@ def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
     g = catalog_gpu(gpu)
     r = occupancy(g.cc, threads_per_block=threads_per_block,
                   registers_per_thread=registers_per_thread)
-    warps = -(-threads_per_block // 32)
+    warps = cdiv(threads_per_block, 32)
     sm = {"x": [], "y": [], "label": []}
     blk = {"x": [], "y": [], "w": [], "h": [], "sm": [], "block": []}
-    rows = -(-g.sms // _SM_COLUMNS)
+    rows = cdiv(g.sms, _SM_COLUMNS)
     for s in range(g.sms):
         x, y = s % _SM_COLUMNS, rows - 1 - s // _SM_COLUMNS
         sm["x"].append(x + 0.5)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from . import questions as _questions
 from .grading.probe import observe, probe
-from .questions.types import Choice, Design, Function, Mistake, Number, Question, Vary
+from .questions.types import Choice, Design, Function, Mistake, Number, Question, Vary, _points
 from .questions.types import plain as _plain
 
 CORRECT = "correct"
@@ -436,10 +436,6 @@ def _call_text(name: str, case: Mapping) -> str:
 def _arg(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _points(points) -> str:
-    return f"{points:g} point" + ("" if points == 1 else "s")
 
 
 def _sup(n: int) -> str:

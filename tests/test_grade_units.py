@@ -395,6 +395,24 @@ def test_chapter_comes_from_the_notebooks_metadata(tmp_path):
         submissions.chapter_from([tmp_path / "deep.ipynb"])
 
 
+def test_chapter_and_release_metadata_are_read_within_the_same_bounds(tmp_path):
+    """A notebook the grader would refuse to parse (too many cells, a link) names no chapter
+    and does not count as released; a plain one does both."""
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    plain.metadata["gpu_lessons"] = {"chapter": 5, "released": True}
+    nbformat.write(plain, tmp_path / "plain.ipynb")
+    crowded = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("") for _ in range(submissions.MAX_CELLS + 1)])
+    crowded.metadata["gpu_lessons"] = {"chapter": 5, "released": True}
+    nbformat.write(crowded, tmp_path / "crowded.ipynb")
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "plain.ipynb")
+    assert submissions.notebook_chapter(tmp_path / "plain.ipynb") == 5
+    assert submissions.released_count([tmp_path / "plain.ipynb"]) == 1
+    for name in ("crowded.ipynb", "link.ipynb"):
+        assert submissions.notebook_chapter(tmp_path / name) is None
+        assert submissions.released_count([tmp_path / name]) == 0
+
+
 def test_hard_links_and_huge_cell_counts_are_refused_before_parsing(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     nbformat.write(nb, tmp_path / "own.ipynb")

@@ -123,13 +123,7 @@ def notebook_chapter(path: Path) -> int | None:
     from ..questions import chapter_number
 
     try:
-        if path.is_symlink():
-            return None
-        with _open_regular(path) as f:
-            raw = f.read(MAX_NOTEBOOK + 1)
-        if len(raw) > MAX_NOTEBOOK or raw.count(b'"cell_type"') > MAX_CELLS:
-            return None
-        value = json.loads(raw.decode("utf-8"))["metadata"]["gpu_lessons"]["chapter"]
+        value = _course_metadata(path)["chapter"]
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             return None
         return chapter_number(value.strip() if isinstance(value, str) else value)
@@ -185,14 +179,26 @@ def released_count(paths) -> int:
     n = 0
     for p in paths:
         try:
-            if p.is_symlink():
-                continue
-            with _open_regular(p) as f:
-                data = json.loads(f.read(MAX_NOTEBOOK).decode("utf-8"))
-            n += data["metadata"]["gpu_lessons"].get("released") is True
+            n += _course_metadata(p).get("released") is True
         except Exception:  # unreadable, not JSON, no such key: not a released notebook
             continue
     return n
+
+
+def _course_metadata(path: Path):
+    """The notebook's ``metadata.gpu_lessons``, read within the bounds :func:`read_notebook`
+    checks before parsing (no link, a regular file, :data:`MAX_NOTEBOOK` bytes,
+    :data:`MAX_CELLS` cells).  Raises (OSError, ValueError, KeyError, ...) on anything else:
+    the callers take any failure to mean the notebook says nothing."""
+    if path.is_symlink():
+        raise NotRegular(f"{path} is a symbolic link")
+    with _open_regular(path) as f:
+        raw = f.read(MAX_NOTEBOOK + 1)
+    if len(raw) > MAX_NOTEBOOK:
+        raise ValueError(f"{path} is larger than {MAX_NOTEBOOK} bytes")
+    if raw.count(b'"cell_type"') > MAX_CELLS:
+        raise ValueError(f"{path} has more than {MAX_CELLS} cells")
+    return json.loads(raw.decode("utf-8"))["metadata"]["gpu_lessons"]
 
 
 def _text(source) -> str:

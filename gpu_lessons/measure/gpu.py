@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from .._format import bandwidth, html_table
 
@@ -114,18 +115,16 @@ def cupy_module():
     return cupy
 
 
-_KERNELS: dict = {}
-
-
 def compiled(source: str, name: str, options: Sequence[str] = ()):
     """A compiled CuPy ``RawKernel`` (cached per source, name and options)."""
-    cp = cupy_module()
-    key = (source, name, tuple(options))
-    if key not in _KERNELS:
-        kernel = cp.RawKernel(source, name, options=tuple(options))
-        kernel.compile()
-        _KERNELS[key] = kernel
-    return _KERNELS[key]
+    return _compiled(cupy_module(), source, name, tuple(options))
+
+
+@cache
+def _compiled(cp, source: str, name: str, options: tuple[str, ...]):
+    kernel = cp.RawKernel(source, name, options=options)
+    kernel.compile()
+    return kernel
 
 
 @dataclass(frozen=True)

@@ -517,13 +517,20 @@ def test_kernel_resources_reads_the_function_attributes(monkeypatch):
         def compile(self):
             seen["compiled"] = True
 
-    monkeypatch.setattr(gpu, "cupy_module", lambda: types.SimpleNamespace(RawKernel=FakeKernel))
-    monkeypatch.setattr(gpu, "_KERNELS", {})
+    class FakeCupy:  # a class of its own: the compiled-kernel cache keys on the module too
+        RawKernel = FakeKernel
+
+    monkeypatch.setattr(gpu, "cupy_module", lambda: FakeCupy)
     r = gpu.kernel_resources("src", "k", ["--maxrregcount=40", "-DN=4"])
     assert (r.registers_per_thread, r.local_bytes, r.static_shared_bytes) == (40, 96, 12288)
     assert seen == {"source": "src", "name": "k", "options": ("--maxrregcount=40", "-DN=4"),
                     "compiled": True}
     assert r.options == ("--maxrregcount=40", "-DN=4")
+    # compiled once per source, name and options (a list and a tuple of them alike)
+    seen.clear()
+    first = gpu.compiled("src", "k", ("--maxrregcount=40", "-DN=4"))
+    assert gpu.compiled("src", "k", ["--maxrregcount=40", "-DN=4"]) is first and seen == {}
+    assert gpu.compiled("src", "k", ()) is not first and seen["compiled"]
     text = repr(r)
     assert "40 registers/thread" in text and "96 B local memory/thread" in text
     assert "12,288 B static shared memory/block" in text and "--maxrregcount=40" in text

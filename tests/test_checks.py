@@ -213,6 +213,24 @@ def test_fp32_peak_at_a_capped_clock_from_cores():
     assert evaluate("01.fp32_peak_capped", 66.9).mistake == "boost_clock"   # the datasheet peak
 
 
+def test_the_percent_and_fraction_slips_are_the_answer_over_or_times_100():
+    """The shared mistakes: a percent answered as a fraction is the right one / 100, a fraction
+    answered in percent is it x 100, whatever parameters the question passes."""
+    from gpu_lessons.questions._common import fraction_as_percent, percent_as_fraction
+
+    as_fraction, as_percent = percent_as_fraction(), fraction_as_percent()
+    assert (as_fraction.key, as_fraction.value(42.0), as_fraction.value(42.0, gpu="h100")) == (
+        "fraction", 0.42, 0.42)
+    assert (as_percent.key, as_percent.value(0.25), as_percent.value(0.25, iters=3)) == (
+        "percent", 25.0, 25.0)
+    assert as_percent.message == "return a fraction between 0 and 1, not a percentage."
+    assert fraction_as_percent("give a fraction.").message == "give a fraction."
+    ref = find("10.float4_dram_fraction").answer.reference()
+    r = evaluate("10.float4_dram_fraction", ref / 100)
+    assert (r.status, r.mistake) == (checks.WRONG, "fraction")
+    assert "the answer is wanted in percent" in r.message
+
+
 @pytest.mark.parametrize("answer, key", [
     (2 * 989.4 / 3.35, "sparse_peak"),     # 2:4 sparse FP16 peak 1978.8 TFLOP/s
     (1978.9 / 3.35, "sparse_peak"),        # the FP8 peak gives the same 2x

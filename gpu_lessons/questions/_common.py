@@ -1,11 +1,12 @@
-"""Helpers the chapter modules share: GPUs as question parameters, and formatting for prompts."""
+"""Helpers the chapter modules share: GPUs as question parameters, formatting for prompts, and
+the mistakes many questions name."""
 
 from __future__ import annotations
 
 from .._format import si
 from ..hardware import gpu
 from ..occupancy import compute_capability
-from .types import Vary
+from .types import Mistake, Vary
 
 
 def gpu_name(key: str) -> str:
@@ -26,3 +27,24 @@ def max_threads_per_sm(key: str) -> int:
 def tbs(bytes_per_s: float) -> str:
     """A bandwidth as a datasheet prints it: ``4.8 TB/s``, ``900 GB/s``."""
     return si(bytes_per_s, "B/s")
+
+
+def percent_as_fraction() -> Mistake:
+    """The slip of an answer asked in percent given as a fraction: the right one / 100."""
+    return Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in percent.",
+                   value=_hundredth)
+
+
+def fraction_as_percent(
+        message: str = "return a fraction between 0 and 1, not a percentage.") -> Mistake:
+    """The slip of an answer asked as a fraction (0..1) given in percent: the right one x 100.
+    ``message`` is the feedback ("give ..." for a number, "return ..." for a function)."""
+    return Mistake("percent", message, value=_hundredfold)
+
+
+def _hundredth(right, **params):
+    return right / 100
+
+
+def _hundredfold(right, **params):
+    return 100 * right

@@ -22,7 +22,7 @@ from ..hardware import gpu as lookup
 from ..kernels import run
 from ..kernels.simt.examples import simulate
 from ..occupancy import compute_capability, occupancy
-from ._common import gpus, max_threads_per_sm
+from ._common import fraction_as_percent, gpus, max_threads_per_sm, percent_as_fraction
 from .types import Choice, Function, Mistake, Number, Question, Vary
 
 # -- 02.wave_efficiency: blocks run in waves ---------------------------------------------------------
@@ -275,8 +275,7 @@ QUESTIONS = (
                         "{sms} SMs.", value=lambda ref, gpu, threads, blocks: None if (
                             _wave_efficiency(gpu, threads, blocks, sms=False) == ref)
                         else _wave_efficiency(gpu, threads, blocks, sms=False)),
-                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref, **p: ref / 100),
+                percent_as_fraction(),
             ),
         ),
     ),
@@ -332,8 +331,7 @@ QUESTIONS = (
             units="(fraction, 0 to 1)",
             rtol=0.005,
             mistakes=(
-                Mistake("percent", "give a fraction between 0 and 1, not a percentage.",
-                        value=lambda ref, iters: ref * 100),
+                fraction_as_percent("give a fraction between 0 and 1, not a percentage."),
                 Mistake("branch_only", "that is the efficiency inside the branch alone; the 7 "
                         "instructions before it run with every lane and count too.",
                         value=_parity_branch_only),
@@ -375,8 +373,7 @@ QUESTIONS = (
                 Mistake("parallel_paths", "the two paths of a divergent warp run one after "
                         "the other, not side by side: both add issue slots.",
                         value=_no_serialise),
-                Mistake("percent", "return a fraction between 0 and 1, not a percentage.",
-                        value=lambda e, **kw: e * 100),
+                fraction_as_percent(),
                 Mistake("always_one", "a divergent warp leaves lanes idle: the masked-off lanes "
                         "of each path do no work.", value=lambda e, **kw: 1.0),
             ),

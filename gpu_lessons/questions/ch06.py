@@ -20,7 +20,7 @@ from .._math import cdiv, round_up
 from ..hardware import gpu as lookup
 from ..latency import Config, compare, issue_rate
 from ..occupancy import LIMITS, compute_capability, occupancy, occupancy_vs_registers
-from ._common import gpus
+from ._common import fraction_as_percent, gpus
 from .types import Choice, Design, Function, Mistake, Number, Question, Vary
 
 # -- shared helpers --------------------------------------------------------------------------
@@ -254,10 +254,6 @@ def _occupancy_cc90_edges() -> list[dict]:
             case(256, 255, 0),       # 8,160 -> 8,192 registers/warp: 8 warps -> 0.125
             case(128, 32, 232_448),  # the 227 KB opt-in maximum: one block -> 0.0625
             case(200, 48, 12_345)]   # 7-warp blocks, unrounded shared memory -> 35/64
-
-
-def _percent(e, **kw):
-    return 100 * e
 
 
 def _no_reservation(e, threads_per_block, registers_per_thread, shared_mem_per_block):
@@ -505,7 +501,7 @@ QUESTIONS = (
             units="fraction of 64 warps",
             rtol=1e-9,
             mistakes=(
-                Mistake("percent", "return a fraction 0..1, not percent.", value=_percent),
+                fraction_as_percent("return a fraction 0..1, not percent."),
                 Mistake("no_reservation", "the driver adds 1 KB to every block's shared memory "
                         "on CC 9.0 before the SM's 228 KB is divided.", value=_no_reservation),
                 Mistake("pooled_registers", "registers are not handed out from one pool of "
@@ -565,7 +561,7 @@ QUESTIONS = (
                         "its ALU instructions) before the warp waits once.",
                         value=lambda e, warps, alu_per_load, ilp, latency: _rate(
                             warps, alu_per_load + 1, alu_per_load + latency)),
-                Mistake("percent", "return a fraction 0..1, not percent.", value=_percent),
+                fraction_as_percent("return a fraction 0..1, not percent."),
             ),
         ),
     ),

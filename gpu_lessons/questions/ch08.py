@@ -23,6 +23,7 @@ from ..system import (
     launch_figures,
     training_step,
 )
+from ._common import percent_as_fraction
 from .types import Choice, Function, Mistake, Number, Question, Vary
 
 # -- 08.min_kernel_time: how long kernels must be to keep the GPU busy -----------------------------
@@ -348,8 +349,7 @@ QUESTIONS = (
                 Mistake("of_reserved", "the measure divides by the free memory, not by the "
                         "whole segment.", value=lambda ref, sizes: 100 * (
                             1 - _before_e(sizes)[1] / _before_e(sizes)[3])),
-                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref, **p: ref / 100),
+                percent_as_fraction(),
                 Mistake("merged", "freed blocks merge only with free neighbours; a and c are "
                         "separated by b, and c and the tail by d.", value=0.0),
             ),

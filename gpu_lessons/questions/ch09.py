@@ -20,7 +20,7 @@ from ..mfu import (
     transformer_flops,
     utilization,
 )
-from ._common import gpus
+from ._common import gpus, percent_as_fraction
 from .types import Choice, Function, Mistake, Number, Question, Vary
 
 # -- 09.step_time: how long a training step takes at a given MFU -----------------------------------
@@ -324,8 +324,7 @@ QUESTIONS = (
                 Mistake("six_n", "6N leaves out the attention over 4,096-token sequences "
                         "(12·L·H·Q·T per token, PaLM App. B) and the LM head: at this length "
                         "they are a sizeable share of the FLOPs.", value=_log_six_n),
-                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref, **p: ref / 100),
+                percent_as_fraction(),
             ),
         ),
     ),

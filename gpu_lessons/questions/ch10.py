@@ -29,6 +29,7 @@ from ..hardware import gpu as lookup
 from ..occupancy import compute_capability, occupancy
 from ..roofline import Roofline
 from ..system import compare_modes, launch_figures
+from ._common import fraction_as_percent, percent_as_fraction
 from .types import Choice, Function, Mistake, Number, Question, Vary
 
 # -- mystery A: one component of an array of float4 ------------------------------------------------
@@ -311,8 +312,7 @@ QUESTIONS = (
                         "x[i] is coalesced.", value=lambda ref: _float4_moved(16, 16)),
                 Mistake("store_forgotten", "the store moves sectors too: x is written back "
                         "to DRAM.", value=lambda ref: _float4_moved(16, 0)),
-                Mistake("fraction", "looks like a fraction (0..1); the answer is wanted in "
-                        "percent.", value=lambda ref: ref / 100),
+                percent_as_fraction(),
             ),
         ),
     ),
@@ -464,8 +464,7 @@ QUESTIONS = (
                         "memory-bound run is measured against the memory roof.",
                         value=lambda e, flops, bytes_moved, seconds, peak_flops, bandwidth:
                         flops / peak_flops / seconds),
-                Mistake("percent", "return a fraction, not percent.",
-                        value=lambda e, **kw: 100 * e),
+                fraction_as_percent("return a fraction, not percent."),
             ),
         ),
     ),

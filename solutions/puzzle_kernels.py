@@ -408,6 +408,204 @@ def matmul_register_kernel(t, a, b, c, n):
     c[(row + 8) * n + col + 8] = c11
 
 
+# -- lesson 07: the matrix-multiply ladder (c = a @ b, a m x k, b k x n, row by row) -------------
+
+
+def sgemm_1d_blocktile_kernel(t, a, b, c, m, n, k):
+    sa = t.shared((64, 8), np.float32)
+    sb = t.shared((8, 64), np.float32)
+    acc = t.local((8,), np.float32)          # 8 results in registers
+    tid = t.thread_idx.x
+    row = tid // 64 * 8                      # this thread's rows: row .. row + 7 of the tile
+    col = tid % 64                           # and its one column
+    row0 = t.block_idx.y * 64
+    col0 = t.block_idx.x * 64
+    for k0 in range(0, k, 8):
+        sa[tid // 8, tid % 8] = a[(row0 + tid // 8) * k + k0 + tid % 8]
+        sb[tid // 64, col] = b[(k0 + tid // 64) * n + col0 + col]
+        t.sync()
+        for kk in range(8):
+            bv = sb[kk, col]                 # one load of b feeds 8 multiply-adds
+            for i in range(8):
+                acc[i] += sa[row + i, kk] * bv
+        t.sync()
+    for i in range(8):
+        c[(row0 + row + i) * n + col0 + col] = acc[i]
+
+
+def sgemm_2d_blocktile_kernel(t, a, b, c, m, n, k):
+    t.launch_bounds(256, 2)                  # 2 blocks an SM: at most 128 registers
+    sa = t.shared((128, 8), np.float32)
+    sb = t.shared((8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8,), np.float32)
+    rb = t.local((8,), np.float32)
+    tid = t.thread_idx.x
+    ty = tid // 16            # rows ty, ty + 16, ..., ty + 112: a warp's 2 rows are 8 words apart
+    tx = tid % 16             # columns tx, tx + 16, ...: 16 consecutive words per load
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    for k0 in range(0, k, 8):
+        for p in range(4):
+            sa[tid // 8 + 32 * p, tid % 8] = a[(row0 + tid // 8 + 32 * p) * k + k0 + tid % 8]
+            sb[tid // 128 + 2 * p, tid % 128] = b[(k0 + tid // 128 + 2 * p) * n + col0
+                                                  + tid % 128]
+        t.sync()
+        for kk in range(8):
+            for i in range(8):
+                ra[i] = sa[ty + 16 * i, kk]
+                rb[i] = sb[kk, tx + 16 * i]
+            for i in range(8):              # 16 loads feed 64 multiply-adds
+                for j in range(8):
+                    acc[i, j] += ra[i] * rb[j]
+        t.sync()
+    for i in range(8):
+        for j in range(8):
+            c[(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i, j]
+
+
+def sgemm_vectorized_kernel(t, a, b, c, m, n, k):
+    t.launch_bounds(256, 2)                  # 2 blocks an SM: at most 128 registers
+    sa = t.shared((8, 132), np.float32)      # a's tile transposed, 4 spare words a row
+    sb = t.shared((8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8,), np.float32)
+    rb = t.local((8,), np.float32)
+    tid = t.thread_idx.x
+    ty = tid // 16                           # rows ty * 4 + 0..3 and 64 + ty * 4 + 0..3
+    tx = tid % 16                            # likewise the columns
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    arow = tid // 2                          # each thread loads 4 floats of a and 4 of b
+    acol = tid % 2 * 4
+    brow = tid // 32
+    bcol = tid % 32 * 4
+    for k0 in range(0, k, 8):
+        x0, x1, x2, x3 = t.vload(a, (row0 + arow) * k + k0 + acol, 4)
+        sa[acol, arow] = x0
+        sa[acol + 1, arow] = x1
+        sa[acol + 2, arow] = x2
+        sa[acol + 3, arow] = x3
+        y0, y1, y2, y3 = t.vload(b, (k0 + brow) * n + col0 + bcol, 4)
+        t.vstore(sb, (brow, bcol), (y0, y1, y2, y3))
+        t.sync()
+        for kk in range(8):
+            ra[0], ra[1], ra[2], ra[3] = t.vload(sa, (kk, ty * 4), 4)
+            ra[4], ra[5], ra[6], ra[7] = t.vload(sa, (kk, 64 + ty * 4), 4)
+            rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (kk, tx * 4), 4)
+            rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (kk, 64 + tx * 4), 4)
+            for i in range(8):
+                for j in range(8):
+                    acc[i, j] += ra[i] * rb[j]
+        t.sync()
+    for i in range(8):
+        r = (row0 + ty * 4 + i % 4 + i // 4 * 64) * n + col0 + tx * 4
+        t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
+        t.vstore(c, r + 64, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
+def sgemm_double_buffered_kernel(t, a, b, c, m, n, k):
+    t.launch_bounds(256, 2)                  # 2 blocks an SM: at most 128 registers
+    sa = t.shared((2, 8, 132), np.float32)   # two stages: compute on one, fill the other
+    sb = t.shared((2, 8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8,), np.float32)
+    rb = t.local((8,), np.float32)
+    ga = t.local((4,), np.float32)           # the next tile, on its way through registers
+    gb = t.local((4,), np.float32)
+    tid = t.thread_idx.x
+    ty = tid // 16
+    tx = tid % 16
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    arow = tid // 2
+    acol = tid % 2 * 4
+    brow = tid // 32
+    bcol = tid % 32 * 4
+    ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * k + acol, 4)
+    gb[0], gb[1], gb[2], gb[3] = t.vload(b, brow * n + col0 + bcol, 4)
+    for q in range(4):
+        sa[0, acol + q, arow] = ga[q]
+    t.vstore(sb, (0, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+    t.sync()
+    for k0 in range(0, k, 8):
+        s = k0 // 8 % 2
+        if k0 + 8 < k:                       # start loading the next tile ...
+            ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * k + k0 + 8 + acol, 4)
+            gb[0], gb[1], gb[2], gb[3] = t.vload(b, (k0 + 8 + brow) * n + col0 + bcol, 4)
+        for kk in range(8):                  # ... compute on this one while it arrives ...
+            ra[0], ra[1], ra[2], ra[3] = t.vload(sa, (s, kk, ty * 4), 4)
+            ra[4], ra[5], ra[6], ra[7] = t.vload(sa, (s, kk, 64 + ty * 4), 4)
+            rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (s, kk, tx * 4), 4)
+            rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (s, kk, 64 + tx * 4), 4)
+            for i in range(8):
+                for j in range(8):
+                    acc[i, j] += ra[i] * rb[j]
+        if k0 + 8 < k:                       # ... and store it in the other stage
+            for q in range(4):
+                sa[1 - s, acol + q, arow] = ga[q]
+            t.vstore(sb, (1 - s, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+        t.sync()                             # one barrier a tile
+    for i in range(8):
+        r = (row0 + ty * 4 + i % 4 + i // 4 * 64) * n + col0 + tx * 4
+        t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
+        t.vstore(c, r + 64, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
+def sgemm_warptile_kernel(t, a, b, c, m, n, k):
+    t.launch_bounds(256, 2)
+    sa = t.shared((2, 8, 132), np.float32)
+    sb = t.shared((2, 8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8,), np.float32)
+    rb = t.local((8,), np.float32)
+    ga = t.local((4,), np.float32)
+    gb = t.local((4,), np.float32)
+    tid = t.thread_idx.x
+    wr = tid // 64 * 32                      # the warp's 32 x 64 tile of the block's 128 x 128
+    wc = tid // 32 % 2 * 64
+    # lanes as 4 x 8: rows wr + lr + 0..3 (+ 16), columns wc + lc + 0..3 (+ 32); lanes i and
+    # i ^ 1 share a's float4 and lanes i and i ^ 2 share b's, so each half-warp's LDS.128 is
+    # one wavefront
+    lr = (tid % 32 // 16 * 2 + tid // 2 % 2) * 4
+    lc = (tid % 2 + tid % 16 // 4 * 2) * 4
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    arow = tid // 2
+    acol = tid % 2 * 4
+    brow = tid // 32
+    bcol = tid % 32 * 4
+    ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * k + acol, 4)
+    gb[0], gb[1], gb[2], gb[3] = t.vload(b, brow * n + col0 + bcol, 4)
+    for q in range(4):
+        sa[0, acol + q, arow] = ga[q]
+    t.vstore(sb, (0, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+    t.sync()
+    for k0 in range(0, k, 16):
+        for s in range(2):                   # unrolled: each stage's addresses are constants
+            kt = k0 + 8 * s
+            if kt + 8 < k:
+                ga[0], ga[1], ga[2], ga[3] = t.vload(a, (row0 + arow) * k + kt + 8 + acol, 4)
+                gb[0], gb[1], gb[2], gb[3] = t.vload(b, (kt + 8 + brow) * n + col0 + bcol, 4)
+            for kk in range(8):              # a warp reads 4 + 4 of a's and 8 + 8 of b's float4s
+                ra[0], ra[1], ra[2], ra[3] = t.vload(sa, (s, kk, wr + lr), 4)
+                ra[4], ra[5], ra[6], ra[7] = t.vload(sa, (s, kk, wr + 16 + lr), 4)
+                rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (s, kk, wc + lc), 4)
+                rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (s, kk, wc + 32 + lc), 4)
+                for i in range(8):
+                    for j in range(8):
+                        acc[i, j] += ra[i] * rb[j]
+            if kt + 8 < k:
+                for q in range(4):
+                    sa[1 - s, acol + q, arow] = ga[q]
+                t.vstore(sb, (1 - s, brow, bcol), (gb[0], gb[1], gb[2], gb[3]))
+            t.sync()
+    for i in range(8):
+        r = (row0 + wr + i % 4 + i // 4 * 16 + lr) * n + col0 + wc + lc
+        t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
+        t.vstore(c, r + 32, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
 # -- lesson 08: system level --------------------------------------------------------------------
 
 

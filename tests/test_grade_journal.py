@@ -79,7 +79,7 @@ def test_an_interrupted_run_resumes_from_its_journal_and_writes_the_same_grades(
     first_seed = kept[0]["seed"]
     torn = next(f"s{i}_05.ipynb" for i in range(4) if f"s{i}_05.ipynb" not in done)
     with open(book, "a") as f:  # the grader was killed while writing the next row
-        f.write('{"file": "%s", "sha256": "' % torn)
+        f.write(f'{{"file": "{torn}", "sha256": "')
     fake_sandbox.clear()
     again = _run(folder, out)
     assert len(fake_sandbox) == 4 - len(done)  # only the rows the journal did not hold

@@ -49,7 +49,8 @@ from .lang import validate
 #: ``_compile_with_cache_cuda``): subnormal floats flushed to zero.
 CUPY_OPTIONS = ("-ftz=true",)
 #: ptxas -v: the resource lines of one entry function.
-_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?"
+                   r"(?:, \d+ bytes cumulative stack size)?(?:, (\d+) bytes smem)?")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 #: nvdisasm: an instruction (``/*0070*/   LDC.64 R2, c[0x0][0x210] ;``), a line-table note
 #: (``//## File "kernel.cu", line 15`` with ``inlined at "kernel.cu", line 30`` for an inlined

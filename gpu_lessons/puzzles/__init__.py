@@ -33,7 +33,6 @@ from ..checks import CheckFailed
 from . import _kernel
 from ._core import (
     FAILED,
-    MAX_INSTRUCTIONS,
     NOT_ATTEMPTED,
     PASSED,
     Budget,
@@ -114,7 +113,7 @@ def run(puzzle_id: str, kernel, *, case: int = 0, seed: int = 0, **choices):
     c = cases[_validate.integer("case", case, low=0, high=len(cases) - 1)]
     args = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in c.args.items()}
     result = simt.run(kernel, c.grid, c.block, *args.values(), record_indices=True,
-                      max_instructions=MAX_INSTRUCTIONS)
+                      max_instructions=p.max_instructions)
     return result, args
 
 

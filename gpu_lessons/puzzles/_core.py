@@ -133,6 +133,9 @@ class Puzzle:
     #: ``flops(**size)``: the arithmetic the spec needs (a multiply-add is 2 FLOPs), for the
     #: GPU cell's roofline time; ``None`` where memory alone sets it.
     flops: Callable | None = None
+    #: Warp instructions one case may issue before it is stopped (an endless ``t.while_``):
+    #: the worked kernel's count with room to spare.
+    max_instructions: int = MAX_INSTRUCTIONS
 
     @property
     def kernel_name(self) -> str:
@@ -313,7 +316,9 @@ WORKED_BUSIEST_WARP = {
     "transpose": 13, "matmul_naive": 121, "matmul_tiled": 157, "ilp": 23, "occupancy": 48,
     "reduce_tree": 79, "reduce_warp_uniform": 79, "reduce": 71, "reduce_shuffle": 30,
     "scan_hillis_steele": 65, "scan_blelloch": 317, "matmul_register": 614, "grid_stride": 32,
-    "segmented_sum": 79, "softmax": 166,
+    "segmented_sum": 79, "softmax": 166, "sgemm_1d_blocktile": 1187,
+    "sgemm_2d_blocktile": 5962, "sgemm_vectorized": 4592, "sgemm_double_buffered": 4594,
+    "sgemm_warptile": 4610,
 }
 
 
@@ -480,7 +485,7 @@ def _run_case(p: Puzzle, kernel, case: Case):
     args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
     try:
         result = simt.run(kernel, case.grid, case.block, *args.values(),
-                          max_instructions=MAX_INSTRUCTIONS, record_indices=True)
+                          max_instructions=p.max_instructions, record_indices=True)
     except Exception as exc:  # the learner's kernel: any error is feedback, not a crash
         text, line = _kernel.explain_error(exc)
         section = (ERROR_SECTION if text.startswith(("IndexError", "TypeError"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .. import occupancy as _occupancy
 from .._format import percent, ratio
 from ..kernels.simt import WARP_SIZE
+from ..memory import SECTOR_BYTES
 from ._section import Section
 
 _COALESCING_SECTION = (4, "2. Coalescing: how many sectors does one request cost?")
@@ -107,6 +108,19 @@ def _sectors(kinds):
     return measure
 
 
+def _sector_use(kinds):
+    """The share of the moved sectors' bytes the worst request asked for: 100 % when the
+    lanes' bytes fill whole sectors, whatever the access width (4 sectors for 32 floats, 16
+    for 32 float4s), 12.5 % when each 4-byte lane needs a sector of its own."""
+    def measure(result, case, array, params):
+        evs = [e for e in _events(result, kinds, array) if e.sectors]
+        if not evs:
+            return 1.0, None
+        worst = min(evs, key=lambda e: e.requested_bytes / e.sectors)
+        return worst.requested_bytes / (worst.sectors * SECTOR_BYTES), worst.line
+    return measure
+
+
 def _bank_conflicts(result, case, array, params):
     evs = [e for e in result.events if e.bank_conflicts]
     return float(sum(e.bank_conflicts for e in evs)), _worst_line(evs, lambda e: e.bank_conflicts)
@@ -145,14 +159,30 @@ def _shared_stores_per_element(result, case, array, params):
     return sum(stores.values()) / case.args[array].size, line
 
 
+def _fmas(case) -> int:
+    """Multiply-adds of the case's matrix product: m n k (n³ for square puzzles)."""
+    s = case.size
+    return s["m"] * s["n"] * s["k"] if "m" in s else s["n"] ** 3
+
+
 def _shared_loads_per_fma(result, case, array, params):
     evs = _events(result, LOADS["shared"])
     loads = Counter()
     for e in evs:
         loads[e.line] += e.active
-    n = case.size["n"]
     line = loads.most_common(1)[0][0] if loads else None
-    return sum(loads.values()) / n**3, line
+    return sum(loads.values()) / _fmas(case), line
+
+
+def _shared_wavefronts_per_fma(result, case, array, params):
+    """Shared-load wavefronts per warp multiply-add instruction (32 multiply-adds): what the
+    shared-memory pipe delivers for each FFMA the FP32 pipe issues."""
+    evs = [e for e in _events(result, ("ld.shared",)) if e.wavefronts]
+    waves = Counter()
+    for e in evs:
+        waves[e.line] += e.wavefronts
+    line = waves.most_common(1)[0][0] if waves else None
+    return sum(waves.values()) / (_fmas(case) / WARP_SIZE), line
 
 
 def _shared_requests_per_block(result, case, array, params):
@@ -358,6 +388,12 @@ METRICS: dict[str, Metric] = {
                            False, _COALESCING_SECTION),
     "store_sectors": Metric("global stores to {array}", "sectors per request",
                             _sectors(STORES["global"]), False, _COALESCING_SECTION),
+    "load_sector_use": Metric("global loads of {array}: bytes used of the sectors moved", "%",
+                              _sector_use(LOADS["global"]),
+                              True, _COALESCING_SECTION),
+    "store_sector_use": Metric("global stores to {array}: bytes used of the sectors moved",
+                               "%", _sector_use(STORES["global"]),
+                               True, _COALESCING_SECTION),
     "bank_conflicts": Metric("shared-memory bank conflicts (wavefronts beyond the ideal)", "",
                              _bank_conflicts, False, (4, "5. Shared memory banks"), None),
     "simt_efficiency": Metric("SIMT efficiency", "%", _simt_efficiency, True,
@@ -374,6 +410,10 @@ METRICS: dict[str, Metric] = {
     "shared_loads_per_fma": Metric("shared-memory loads", "per multiply-add",
                                    _shared_loads_per_fma, False,
                                    (7, "3.2 Data reuse: block, warp and thread tiling"), None),
+    "shared_wavefronts_per_fma": Metric("shared-memory load wavefronts",
+                                        "per warp multiply-add", _shared_wavefronts_per_fma,
+                                        False, (7, "6.4 Warp tiles: what one warp reads at "
+                                                   "once"), None),
     "shared_requests_per_block": Metric("shared-memory requests", "per block",
                                         _shared_requests_per_block, False,
                                         (7, "5.3 Stable execution paths: divergence and "

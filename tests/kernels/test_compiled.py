@@ -160,6 +160,11 @@ def test_ptxas_report_is_read_for_the_named_kernel():
         "local_bytes": 96, "spill_store_bytes": 100, "spill_load_bytes": 120}
     with pytest.raises(ValueError, match="no ptxas report for 'other'"):
         compiled.ptxas_resources(log, "other")
+    # a kernel whose spills leave a stack: ptxas names its size before the shared memory (the
+    # H200's driver reported the 16,640 B of sgemm_warptile that this line once lost)
+    spilled = log.replace("used 1 barriers, 4224 bytes smem",
+                          "used 1 barriers, 40 bytes cumulative stack size, 16640 bytes smem")
+    assert compiled.ptxas_resources(spilled, "k")["static_shared_bytes"] == 16640
 
 
 def test_sass_parser_reads_lines_inlining_and_labels():

@@ -58,7 +58,10 @@ def test_compile_matches_the_h200_for_the_same_cubin(puzzle):
     dev = r["h200_device_nvrtc"]
     assert dev["registers_per_thread"] == mine["registers"] and dev["version"] == [13, 0]
     assert r["h200_device_nvrtc_sass_equal"] is True
-    assert mine["spill_store_bytes"] == mine["spill_load_bytes"] == 0   # no worked kernel spills
+    # no worked kernel spills but the ladder's last rung: two unrolled stages of 8 x 8 results
+    # under t.launch_bounds(256, 2)'s 128 registers leave a few index values on the stack
+    spill = 40 if puzzle == "sgemm_warptile" else 0
+    assert mine["spill_store_bytes"] == mine["spill_load_bytes"] == spill
 
 
 @pytest.mark.parametrize("puzzle", sorted(ROWS))

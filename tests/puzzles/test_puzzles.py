@@ -38,6 +38,7 @@ def _load(name, path):
 
 REF = _load("puzzle_kernels", ROOT / "solutions" / "puzzle_kernels.py")
 TOOL = _load("puzzle_cells", ROOT / "tools" / "puzzle_cells.py")
+LADDER = _load("ladder_kernels", Path(__file__).with_name("ladder_kernels.py"))
 ALL = puzzles.puzzles()
 IDS = [p.id for p in ALL]
 
@@ -1140,6 +1141,27 @@ BREAKERS = [
      "global loads of x: 2 per element, the budget is 1"),
     ("scan_hillis_steele", scan_brent_kung, {}, "barriers",
      "barriers: 14 per block, the budget is 7"),
+    # the ladder: each rung's budget fails a kernel of the rung below, or one slip
+    ("sgemm_1d_blocktile", LADDER.sgemm_1d_reloading_b, {}, "shared_loads_per_fma",
+     "shared-memory loads: 2 per multiply-add, the budget is 1.12"),
+    ("sgemm_2d_blocktile", LADDER.sgemm_2d_contiguous_rows, {}, "bank_conflicts",
+     "bank conflicts (wavefronts beyond the ideal): 2,048, the budget is 0"),
+    ("sgemm_vectorized", REF.sgemm_2d_blocktile_kernel, {}, "shared_loads_per_fma",
+     "shared-memory loads: 0.25 per multiply-add, the budget is 0.0625"),
+    # 2 lanes x 4 stores into rows 128 words apart: 2-way in each of 128 store instructions
+    ("sgemm_vectorized", LADDER.sgemm_vectorized_unpadded, {}, "bank_conflicts",
+     "wavefronts beyond the ideal): 128, the budget is 0"),
+    ("sgemm_1d_blocktile", LADDER.sgemm_1d_loading_a_down_columns, {}, "load_sector_use",
+     "global loads of a: bytes used of the sectors moved: 12.5 %"),
+    # rung 2 with 8 columns side by side: a store touches 16 columns 8 words apart
+    ("sgemm_2d_blocktile", LADDER.sgemm_2d_contiguous_columns, {}, "store_sector_use",
+     "global stores to c: bytes used of the sectors moved: 12.5 %"),
+    # k = 32: 2 barriers for each of 4 tiles against 1 + 4
+    ("sgemm_double_buffered", REF.sgemm_vectorized_kernel, {}, "barriers",
+     "barriers: 8 per block, the budget is 5"),
+    # a 16 x 2 lane grid: 2 + 2 + 4 + 4 wavefronts for 64 multiply-add instructions
+    ("sgemm_warptile", REF.sgemm_double_buffered_kernel, {}, "shared_wavefronts_per_fma",
+     "shared-memory load wavefronts: 0.188 per warp multiply-add, the budget is 0.125"),
 ]
 
 
@@ -1588,7 +1610,9 @@ KEY_IDEAS = {
     "reduce_tree": "reduction", "reduce_warp_uniform": "reduction", "reduce": "bank conflicts",
     "reduce_shuffle": "shuffles", "scan_hillis_steele": "Hillis", "scan_blelloch": "up-sweep",
     "matmul_register": "register", "grid_stride": "grid-stride", "segmented_sum": "batch",
-    "softmax": "fus",
+    "softmax": "fus", "sgemm_1d_blocktile": "register", "sgemm_2d_blocktile": "register",
+    "sgemm_vectorized": "float4", "sgemm_double_buffered": "stage",
+    "sgemm_warptile": "wavefront",
 }
 
 
@@ -3350,6 +3374,12 @@ HONEST_VARIANTS = [
     ("scan_hillis_steele", honest_scan_warp_shuffle, {}),
     ("scan_blelloch", honest_scan_blelloch_padded, {}),
     ("matmul_register", honest_matmul_register_flat_idx, {}),
+    ("sgemm_1d_blocktile", LADDER.honest_sgemm_1d_strided_rows, {}),
+    # a faster rung's kernel passes the rung below it
+    ("sgemm_2d_blocktile", REF.sgemm_vectorized_kernel, {}),
+    ("sgemm_vectorized", REF.sgemm_double_buffered_kernel, {}),
+    ("sgemm_double_buffered", LADDER.honest_sgemm_warptile_other_pairs, {}),
+    ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),
     ("segmented_sum", honest_segmented_sum_shuffle, {}),

@@ -32,6 +32,13 @@ class Registers:
     def _at(self, index) -> tuple[int, ...]:
         if type(index) is not tuple:
             index = (index,)
+        shape = self.shape
+        if len(index) == len(shape):   # the common case, plain ints in range: no copying
+            for ix, d in zip(index, shape, strict=True):
+                if type(ix) is not int or not 0 <= ix < d:
+                    break
+            else:
+                return index
         if len(index) != len(self.shape):
             raise IndexError(f"this per-thread array has {len(self.shape)} dimension(s) "
                              f"{list(self.shape)}; index it with {len(self.shape)} number(s), "

@@ -1,14 +1,16 @@
 """The lessons' static figures draw their data: the catalog's SMs, the occupancy model's
-blocks, the ladder's sizes and speeds, and the simulator's record of a kernel's stores."""
+blocks, the ladder's sizes and speeds, the simulator's record of a kernel's stores, the cost
+models' intensities and the transformer's FLOP counts."""
 
 import numpy as np
 import pytest
 
-from gpu_lessons import hardware
+from gpu_lessons import costs, hardware
 from gpu_lessons._format import memory_size, si
 from gpu_lessons.kernels import run
 from gpu_lessons.ladder import memory_ladder
 from gpu_lessons.occupancy import occupancy
+from gpu_lessons.transformer import PRESETS, compare_estimates
 from gpu_lessons.views import figures
 
 
@@ -37,6 +39,53 @@ def test_memory_hierarchy_labels_are_the_ladder_s_numbers():
     head = f"{memory_size(dram.total_bytes)} · {si(dram.bandwidth, 'B/s')}"
     assert data["text"][-1].startswith(head)
     assert "600 ns" in data["text"][-1]
+
+
+def _series(fig):
+    """The data of each line (a line and its dots share one source): every other renderer."""
+    return _sources(fig)[::2]
+
+
+def test_intensity_by_size_draws_the_cost_models_intensities():
+    """By hand, FP32: a matrix product does 2N³ FLOPs on 3N² floats (N/6 FLOP/byte); c = a + b
+    one FLOP per 12 bytes; a sum one add per 4-byte value read."""
+    sizes = (64, 512, 4096)
+    gemm, add, total = _series(figures.intensity_by_size(sizes).figure)
+    assert gemm["x"] == list(sizes)
+    assert gemm["y"] == [costs.gemm(n, n, n).intensity for n in sizes]
+    assert gemm["y"] == pytest.approx([n / 6 for n in sizes])
+    assert add["y"] == pytest.approx([1 / 12] * 3)
+    assert total["y"] == [costs.reduction(n * n).intensity for n in sizes]
+    assert total["y"] == pytest.approx([0.25] * 3, rel=1e-3)
+    assert add["text"][0] == "0.0833 FLOP/byte"
+
+
+def test_tile_reuse_draws_the_tiled_model_for_each_tile():
+    """By hand: square N, T × T tiles, s bytes per element move s·(2N³/T + N²) bytes for 2N³
+    FLOPs, so I = 2N³ / (s·(2N³/T + N²)) = T / (s·(1 + T/2N))."""
+    n, tiles = 4096, (1, 16, 128)
+    fp32, fp16 = _series(figures.tile_reuse(n, tiles).figure)
+    assert fp32["x"] == list(tiles)
+    assert fp32["y"] == [costs.gemm_tiled(n, n, n, tile=t).intensity for t in tiles]
+    assert fp32["y"] == pytest.approx([t / (4 * (1 + t / (2 * n))) for t in tiles])
+    assert fp16["y"] == pytest.approx([t / (2 * (1 + t / (2 * n))) for t in tiles])
+    assert fp32["y"][0] == costs.gemm_naive(n, n, n).intensity
+    assert fp32["per_flop"][1] == "0.25 B/FLOP"
+
+
+def test_flops_per_token_draws_compare_estimates():
+    m = PRESETS["gpt2-small"]
+    seq = (256, 1024, 4096)
+    exact, six_n, palm = _series(figures.flops_per_token("gpt2-small", seq).figure)
+    c = compare_estimates(seq, d_model=m.d_model, n_layers=m.n_layers, d_ff=m.d_ff,
+                          vocab_size=m.vocab_size, n_heads=m.n_heads)
+    assert (exact["y"], six_n["y"], palm["y"]) == (list(c.exact), list(c.six_n), list(c.palm))
+    # 6N does not see the sequence; PaLM's term adds 6·L·H·Q... per token, linear in T:
+    # 12·L·h·T for GPT-2 small's 12 layers of width 768, by hand
+    assert len(set(six_n["y"])) == 1
+    assert palm["y"][1] - palm["y"][0] == pytest.approx(12 * 12 * 768 * (1024 - 256))
+    with pytest.raises(ValueError, match="not a preset"):
+        figures.flops_per_token("gpt-5")
 
 
 def _pairwise_sum(t, x, out):

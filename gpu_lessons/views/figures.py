@@ -5,6 +5,12 @@
 * :func:`memory_hierarchy` -- the memory ladder of a catalog GPU: each level's size (bar
   length, log scale), bandwidth and latency, as :func:`gpu_lessons.ladder.memory_ladder`
   gives them;
+* :func:`intensity_by_size` -- arithmetic intensity against problem size for a matrix product,
+  an elementwise add and a reduction, from :mod:`gpu_lessons.costs`;
+* :func:`tile_reuse` -- a shared-memory tiled matrix product's DRAM intensity against its tile
+  width, from :func:`gpu_lessons.costs.gemm_tiled`;
+* :func:`flops_per_token` -- a transformer's training FLOPs per token against sequence length:
+  the exact count, 6N and 6N + 12·L·H·Q·T, from :func:`gpu_lessons.transformer.compare_estimates`;
 * :func:`scan_tree` -- the data flow of a kernel between barriers, read from the simulator's
   record of a run: every shared-memory store joined to the shared values its thread read
   since its previous store.  A scan's up-sweep and down-sweep (or a reduction's tree) show as
@@ -22,12 +28,13 @@ from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d
 from bokeh.plotting import figure
 from jupyter_bokeh import BokehModel
 
-from .. import _validate
-from .._format import memory_size, si
+from .. import _validate, costs
+from .._format import memory_size, percent, ratio, si
 from ..hardware import gpu as catalog_gpu
 from ..kernels.simt import SimResult
 from ..ladder import memory_ladder
 from ..occupancy import occupancy
+from ..transformer import PRESETS, compare_estimates
 from ._base import PALETTE
 
 #: Each figure as "module:factory", called with no arguments for its default drawing.
@@ -35,6 +42,9 @@ FIGURES = {
     "execution_hierarchy": "gpu_lessons.views.figures:execution_hierarchy",
     "memory_hierarchy": "gpu_lessons.views.figures:memory_hierarchy",
     "reduction_tree": "gpu_lessons.views.figures:reduction_tree_example",
+    "intensity_by_size": "gpu_lessons.views.figures:intensity_by_size",
+    "tile_reuse": "gpu_lessons.views.figures:tile_reuse",
+    "flops_per_token": "gpu_lessons.views.figures:flops_per_token",
 }
 
 _SM_COLUMNS = 12
@@ -128,6 +138,97 @@ def memory_hierarchy(gpu="H100"):
     p.xaxis.axis_label = "size, log₂ bytes (bar) — labels: size · bandwidth · latency"
     p.ygrid.visible = False
     return Drawing(p)
+
+
+def _lines(p, series, tooltips):
+    """One line with dots per ``(label, data)`` of ``series``, in palette order, and a hover."""
+    for i, (label, data) in enumerate(series):
+        src = ColumnDataSource(data)
+        p.line("x", "y", source=src, color=PALETTE[i], line_width=2, legend_label=label)
+        p.scatter("x", "y", source=src, color=PALETTE[i], size=6, legend_label=label)
+    p.add_tools(HoverTool(tooltips=tooltips))
+    p.legend.location = "top_left"
+    return p
+
+
+def intensity_by_size(sizes=(64, 128, 256, 512, 1024, 2048, 4096, 8192), dtype: str = "fp32"):
+    """FLOP per byte of an N × N × N matrix product, an elementwise ``c = a + b`` over N² values
+    and a sum of N² values, for each N of ``sizes``, as :mod:`gpu_lessons.costs` counts them
+    (each array moved once)."""
+    sizes = tuple(_validate.integer("sizes item", n, low=1) for n in sizes)
+    kernels = (("matrix product N × N × N", lambda n: costs.gemm(n, n, n, dtype=dtype)),
+               ("c = a + b over N² values",
+                lambda n: costs.elementwise(n * n, reads=2, writes=1, dtype=dtype)),
+               ("sum of N² values", lambda n: costs.reduction(n * n, dtype=dtype)))
+    series = []
+    for label, cost in kernels:
+        ks = [cost(n) for n in sizes]
+        series.append((label, {"x": list(sizes), "y": [k.intensity for k in ks],
+                               "flops": [si(k.flops, "FLOP") for k in ks],
+                               "bytes": [si(k.bytes, "B") for k in ks],
+                               "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}))
+    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+               y_axis_type="log", tools="pan,wheel_zoom,reset",
+               title=f"Arithmetic intensity grows with N only for the matrix product ({dtype})")
+    p.xaxis.axis_label = "N"
+    p.yaxis.axis_label = "arithmetic intensity, FLOP/byte"
+    return Drawing(_lines(p, series, [("N", "@x"), ("FLOPs", "@flops"), ("bytes", "@bytes"),
+                                      ("intensity", "@text")]))
+
+
+def tile_reuse(n: int = 8192, tiles=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+               dtypes=("fp32", "fp16")):
+    """DRAM intensity of an ``n``-square matrix product tiled in shared memory, for each tile
+    width T of ``tiles`` (T = 1 is the naive kernel) and each element type of ``dtypes``, from
+    :func:`gpu_lessons.costs.gemm_tiled`: each element a block stages serves T multiply-adds,
+    so A and B move from DRAM N/T times, not N times."""
+    n = _validate.integer("n", n, low=1)
+    tiles = tuple(_validate.integer("tiles item", t, low=1) for t in tiles)
+    series = []
+    for dtype in dtypes:
+        ks = [costs.gemm_tiled(n, n, n, tile=t, dtype=dtype) for t in tiles]
+        series.append((f"{dtype}, T × T tiles", {
+            "x": list(tiles), "y": [k.intensity for k in ks],
+            "bytes": [si(k.bytes, "B") for k in ks],
+            "per_flop": [f"{ratio(k.bytes / k.flops)} B/FLOP" for k in ks],
+            "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}))
+    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+               y_axis_type="log", tools="pan,wheel_zoom,reset",
+               title=f"Tiled matrix product, N = {n:,}: DRAM intensity against tile width T")
+    p.xaxis.axis_label = "tile width T (T = 1: no tiling)"
+    p.yaxis.axis_label = "DRAM arithmetic intensity, FLOP/byte"
+    return Drawing(_lines(p, series, [("T", "@x"), ("DRAM bytes", "@bytes"),
+                                      ("bytes per FLOP", "@per_flop"),
+                                      ("intensity", "@text")]))
+
+
+def flops_per_token(model: str = "gpt2-small",
+                    seq_lens=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768)):
+    """Training FLOPs per token of preset ``model`` (:data:`gpu_lessons.transformer.PRESETS`)
+    against sequence length: the exact count, 6N and 6N + 12·L·H·Q·T, as
+    :func:`gpu_lessons.transformer.compare_estimates` gives them (N non-embedding)."""
+    if model not in PRESETS:
+        raise ValueError(f"model={model!r}: not a preset (choose from {', '.join(PRESETS)})")
+    m = PRESETS[model]
+    c = compare_estimates(seq_lens, d_model=m.d_model, n_layers=m.n_layers, d_ff=m.d_ff,
+                          vocab_size=m.vocab_size, n_heads=m.n_heads, gated_mlp=m.gated_mlp,
+                          bias=m.bias, norm=m.norm)
+    x = list(c.seq_lens)
+    series = [("exact count", {"x": x, "y": list(c.exact), "err": ["–"] * len(x)}),
+              ("6N", {"x": x, "y": list(c.six_n),
+                      "err": [percent(e, signed=True) for e in c.six_n_error]}),
+              ("6N + 12·L·H·Q·T", {"x": x, "y": list(c.palm),
+                                    "err": [percent(e, signed=True) for e in c.palm_error]})]
+    for _, data in series:
+        data["text"] = [si(v, "FLOP") for v in data["y"]]
+    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+               tools="pan,wheel_zoom,reset",
+               title=f"{m.label}: training FLOPs per token against sequence length "
+                     f"(N = {c.n_params:,})")
+    p.xaxis.axis_label = "sequence length, tokens"
+    p.yaxis.axis_label = "training FLOPs per token"
+    return Drawing(_lines(p, series, [("sequence", "@x tokens"), ("FLOPs per token", "@text"),
+                                      ("off the exact count by", "@err")]))
 
 
 def _short(latency: str) -> str:

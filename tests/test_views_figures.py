@@ -88,40 +88,38 @@ def test_flops_per_token_draws_compare_estimates():
         figures.flops_per_token("gpt-5")
 
 
-def _pairwise_sum(t, x, out):
-    s = t.shared(8, np.float32, name="s")
-    tid = t.thread_idx.x
-    s[tid] = x[tid]
-    step = 4
-    while step > 0:
-        t.sync()
-        with t.if_(tid < step):
-            s[tid] = s[tid] + s[tid + step]
-        step //= 2
-    with t.if_(tid == 0):
-        out[0] = s[0]
+def test_memory_hierarchy_menu_switches_to_each_gpu_s_ladder():
+    """Every GPU the menu offers carries its own ladder's numbers (B200: no L1/shared figure
+    in the catalog, so one bar fewer), and a click on a name installs them."""
+    drawing = figures.memory_hierarchy("H100", switch=("V100", "B200"))
+    assert list(drawing.ladders) == ["H100 SXM5", "V100 SXM2", "B200"]
+    for gpu, data in drawing.ladders.items():
+        levels = [lv for lv in memory_ladder(gpu).levels if lv.total_bytes]
+        assert data["size"] == [lv.total_bytes for lv in levels]
+        assert data["level"] == [lv.name for lv in levels]
+    assert "L1 / shared" not in drawing.ladders["B200"]["level"]
+    menu = _sources(drawing.layout.children[0])[0]
+    assert menu["name"] == list(drawing.ladders)
+    (callback,) = menu_source(drawing).selected.js_property_callbacks["change:indices"]
+    assert callback.args["ladders"] is drawing.ladders
+    assert callback.args["src"].data is _sources(drawing.figure)[0]
+    plain = figures.memory_hierarchy("H100", switch=())
+    assert plain.layout is plain.figure and not hasattr(plain, "ladders")
 
 
-def test_scan_tree_edges_are_the_stores_of_the_run():
-    """8 values, 3 halving steps: 4 + 2 + 1 stores, each from its own element (kept) and the
-    one 4, 2, 1 places on (moved), by hand."""
-    x = np.arange(8, dtype=np.float32)
-    out = np.zeros(1, np.float32)
-    r = run(_pairwise_sum, 1, 8, x, out, record_indices=True)
-    e = figures.tree_edges(r, "s")
-    moved = sorted((x0, x1, y1) for x0, x1, y1, m in zip(e["x0"], e["x1"], e["y1"], e["moved"],
-                                                         strict=True) if m)
-    assert moved == [(1, 0, 3), (2, 0, 2), (3, 1, 2), (4, 0, 1), (5, 1, 1), (6, 2, 1), (7, 3, 1)]
-    assert e["moved"].count(False) == 7
-    fig = figures.scan_tree(r, "s").figure
-    assert sum(len(d["x0"]) for d in _sources(fig)[:2]) == 14
+def menu_source(drawing):
+    return drawing.layout.children[0].renderers[0].data_source
 
 
-def test_scan_tree_needs_recorded_indices():
-    x = np.arange(8, dtype=np.float32)
-    r = run(_pairwise_sum, 1, 8, x, np.zeros(1, np.float32))
-    with pytest.raises(ValueError, match="record_indices"):
-        figures.tree_edges(r, "s")
+def test_a_drawing_carries_its_document_as_static_html_for_the_book():
+    """Without a kernel (the book, an HTML export) the widget cannot draw: the cell's HTML is
+    the same bokeh document, with the menu's ladders, for BokehJS to draw in the page."""
+    drawing = figures.memory_hierarchy("H100", switch=("V100",))
+    bundle = drawing._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert "gpu-lessons-picture" in page and "data-root-id" in page
+    assert drawing.figure.title.text in page and "V100 SXM2" in page
+    assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))

@@ -4,7 +4,7 @@
   launch that the occupancy model says fit on it at once;
 * :func:`memory_hierarchy` -- the memory ladder of a catalog GPU: each level's size (bar
   length, log scale), bandwidth and latency, as :func:`gpu_lessons.ladder.memory_ladder`
-  gives them;
+  gives them, with a menu of other catalog GPUs;
 * :func:`intensity_by_size` -- arithmetic intensity against problem size for a matrix product,
   an elementwise add and a reduction, from :mod:`gpu_lessons.costs`;
 * :func:`tile_reuse` -- a shared-memory tiled matrix product's DRAM intensity against its tile
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import math
 
-from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, HoverTool, LabelSet, Range1d
 from bokeh.plotting import figure
-from jupyter_bokeh import BokehModel
 
 from .. import _validate, costs
 from .._format import memory_size, percent, ratio, si
@@ -35,7 +35,7 @@ from ..kernels.simt import SimResult
 from ..ladder import memory_ladder
 from ..occupancy import occupancy
 from ..transformer import PRESETS, compare_estimates
-from ._base import PALETTE
+from ._base import PALETTE, Picture
 
 #: Each figure as "module:factory", called with no arguments for its default drawing.
 FIGURES = {
@@ -50,23 +50,20 @@ FIGURES = {
 _SM_COLUMNS = 12
 
 
-class Drawing:
-    """One figure, drawn as a notebook cell's value (wrapped in a ``jupyter_bokeh`` widget of
-    class ``gpu-lessons-figure``, as :class:`~gpu_lessons.views.kernel_picture.KernelPicture`
-    is, so it needs no setup call); ``.figure`` is the bokeh figure."""
+class Drawing(Picture):
+    """One figure, drawn as a notebook cell's value (a :class:`~gpu_lessons.views._base.Picture`
+    whose widget has class ``gpu-lessons-figure``, so it needs no setup call and shows in the
+    book too); ``.figure`` is the bokeh figure, ``.layout`` what is shown (the figure, or a menu
+    above it)."""
 
-    def __init__(self, fig):
+    widget_class = "gpu-lessons-figure"
+
+    def __init__(self, fig, layout=None):
+        super().__init__(fig if layout is None else layout)
         self.figure = fig
-        self._widget = None
 
     def __repr__(self) -> str:
         return f"Drawing({self.figure.title.text})"
-
-    def _repr_mimebundle_(self, **kwargs):
-        if self._widget is None:  # one widget per drawing: a bokeh model joins one document
-            self._widget = BokehModel(self.figure)
-            self._widget.add_class("gpu-lessons-figure")
-        return self._widget._repr_mimebundle_(**kwargs)
 
 
 def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
@@ -111,13 +108,11 @@ def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
     return Drawing(p)
 
 
-def memory_hierarchy(gpu="H100"):
-    """The memory ladder of ``gpu``: a bar per level, its length the level's size over the whole
-    GPU (log scale), labelled with the size, bandwidth and latency the ladder model gives."""
+def _ladder_data(gpu) -> tuple[str, dict]:
+    """The ladder of ``gpu`` as the figure draws it: the GPU's name and one column per field."""
     lad = memory_ladder(gpu)
     levels = [lv for lv in lad.levels if lv.total_bytes]
-    names = [lv.name for lv in levels][::-1]
-    data = {
+    return lad.gpu, {
         "level": [lv.name for lv in levels],
         "size": [lv.total_bytes for lv in levels],
         "log_size": [math.log2(lv.total_bytes) for lv in levels],
@@ -127,17 +122,74 @@ def memory_hierarchy(gpu="H100"):
                  + f" · {_short(lv.latency)}" for lv in levels],
         "colour": [PALETTE[i % len(PALETTE)] for i in range(len(levels))],
     }
+
+
+_SWITCH_JS = """
+const picked = menu.selected.indices;
+if (!picked.length) return;
+const name = menu.data.name[picked[0]];
+const d = ladders[name];
+src.data = d;
+fig.y_range.factors = d.level.slice().reverse();
+fig.title.text = titles[name];
+const m = Object.assign({}, menu.data);
+m.fill = m.name.map((n) => (n === name ? on : off));
+menu.data = m;
+"""
+
+#: The GPU menu's colours: the GPU drawn, the others.
+_PICKED, _OTHER = PALETTE[5], "#F2F2F2"
+
+#: The GPUs lesson 03's memory ladder offers in its menu.
+LADDER_GPUS = ("V100", "A100", "H100", "H200", "B200", "RTX 4090", "L4")
+
+
+def memory_hierarchy(gpu="H100", switch=LADDER_GPUS):
+    """The memory ladder of ``gpu``: a bar per level, its length the level's size over the whole
+    GPU (log scale), labelled with the size, bandwidth and latency the ladder model gives.
+
+    ``switch``: catalog GPUs to offer in a row of names above the figure (``()``: none); a
+    click on a name draws that GPU's ladder.  Every ladder is computed here, so the switch
+    works in the browser (JupyterLab or the book) with no kernel running; the size axis stays
+    fixed, so GPUs compare by bar length."""
+    name, data = _ladder_data(gpu)
+    ladders, labels = {name: data}, {name: str(gpu)}
+    for g in switch:
+        full, ladder = _ladder_data(g)
+        ladders.setdefault(full, ladder)
+        labels.setdefault(full, str(g))
+    titles = {n: f"{n}: each level's size (whole GPU), bandwidth and latency" for n in ladders}
     src = ColumnDataSource(data)
-    top = max(data["log_size"])
-    p = figure(y_range=names, width=720, height=60 * len(levels) + 60, toolbar_location=None,
-               title=f"{lad.gpu}: each level's size (whole GPU), bandwidth and latency",
-               x_range=Range1d(0, top * 2.1))
+    top = max(max(d["log_size"]) for d in ladders.values())
+    p = figure(y_range=data["level"][::-1], width=720, height=60 * len(data["level"]) + 60,
+               toolbar_location=None, title=titles[name], x_range=Range1d(0, top * 2.1))
     p.hbar(y="level", right="log_size", height=0.6, source=src, color="colour")
     p.add_layout(LabelSet(x="log_size", y="level", text="text", source=src, x_offset=6,
                           y_offset=-7, text_font_size="9pt"))
     p.xaxis.axis_label = "size, log₂ bytes (bar) — labels: size · bandwidth · latency"
     p.ygrid.visible = False
-    return Drawing(p)
+    if len(ladders) == 1:
+        return Drawing(p)
+    names = list(ladders)
+    menu = ColumnDataSource({"x": list(range(len(names))), "name": names,
+                             "label": [labels[n] for n in names],
+                             "fill": [_PICKED if n == name else _OTHER for n in names]})
+    m = figure(width=720, height=70, toolbar_location=None, tools="tap",
+               title="GPU: click a name to draw its ladder",
+               x_range=Range1d(-0.5, len(names) - 0.5), y_range=Range1d(0, 1))
+    m.rect("x", 0.5, 0.94, 0.8, source=menu, fill_color="fill", line_color="#999999",
+           nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
+    m.text("x", 0.5, text="label", source=menu, text_align="center", text_baseline="middle",
+           text_font_size="9pt", nonselection_text_alpha=1.0)
+    m.axis.visible = False
+    m.grid.visible = False
+    m.outline_line_color = None
+    menu.selected.js_on_change("indices", CustomJS(
+        args={"menu": menu, "src": src, "fig": p, "ladders": ladders, "titles": titles,
+              "on": _PICKED, "off": _OTHER}, code=_SWITCH_JS))
+    drawing = Drawing(p, column(m, p))
+    drawing.ladders = ladders
+    return drawing
 
 
 def _lines(p, series, tooltips):
@@ -215,7 +267,7 @@ def flops_per_token(model: str = "gpt2-small",
                           bias=m.bias, norm=m.norm)
     x = list(c.seq_lens)
     series = [("exact count", {"x": x, "y": list(c.exact), "err": ["–"] * len(x)}),
-              ("6N", {"x": x, "y": list(c.six_n),
+              (f"6N (N = {c.n_params:,} non-embedding)", {"x": x, "y": list(c.six_n),
                       "err": [percent(e, signed=True) for e in c.six_n_error]}),
               ("6N + 12·L·H·Q·T", {"x": x, "y": list(c.palm),
                                     "err": [percent(e, signed=True) for e in c.palm_error]})]
@@ -223,10 +275,10 @@ def flops_per_token(model: str = "gpt2-small",
         data["text"] = [si(v, "FLOP") for v in data["y"]]
     p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
                tools="pan,wheel_zoom,reset",
-               title=f"{m.label}: training FLOPs per token against sequence length "
-                     f"(N = {c.n_params:,})")
+               title=f"{m.label}: training FLOPs per token against sequence length")
     p.xaxis.axis_label = "sequence length, tokens"
-    p.yaxis.axis_label = "training FLOPs per token"
+    p.yaxis.axis_label = "training FLOPs per token (G = 10⁹)"
+    p.yaxis.formatter = CustomJSTickFormatter(code="return (tick / 1e9).toFixed(1) + ' G';")
     return Drawing(_lines(p, series, [("sequence", "@x tokens"), ("FLOPs per token", "@text"),
                                       ("off the exact count by", "@err")]))
 

@@ -203,6 +203,20 @@ def _lines(p, series, tooltips):
     return p
 
 
+def _cost_columns(x, ks) -> dict:
+    """One line of cost models ``ks`` at ``x``: each one's intensity, and its FLOPs, bytes,
+    bytes per FLOP and intensity as the hover writes them."""
+    return {"x": list(x), "y": [k.intensity for k in ks],
+            "flops": [si(k.flops, "FLOP") for k in ks], "bytes": [si(k.bytes, "B") for k in ks],
+            "per_flop": [f"{ratio(k.bytes / k.flops)} B/FLOP" for k in ks],
+            "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}
+
+
+def _log_log(title: str):
+    return figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+                  y_axis_type="log", tools="pan,wheel_zoom,reset", title=title)
+
+
 def intensity_by_size(sizes=(64, 128, 256, 512, 1024, 2048, 4096, 8192), dtype: str = "fp32"):
     """FLOP per byte of an N × N × N matrix product, an elementwise ``c = a + b`` over N² values
     and a sum of N² values, for each N of ``sizes``, as :mod:`gpu_lessons.costs` counts them
@@ -212,16 +226,8 @@ def intensity_by_size(sizes=(64, 128, 256, 512, 1024, 2048, 4096, 8192), dtype: 
                ("c = a + b over N² values",
                 lambda n: costs.elementwise(n * n, reads=2, writes=1, dtype=dtype)),
                ("sum of N² values", lambda n: costs.reduction(n * n, dtype=dtype)))
-    series = []
-    for label, cost in kernels:
-        ks = [cost(n) for n in sizes]
-        series.append((label, {"x": list(sizes), "y": [k.intensity for k in ks],
-                               "flops": [si(k.flops, "FLOP") for k in ks],
-                               "bytes": [si(k.bytes, "B") for k in ks],
-                               "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}))
-    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
-               y_axis_type="log", tools="pan,wheel_zoom,reset",
-               title=f"Arithmetic intensity grows with N only for the matrix product ({dtype})")
+    series = [(label, _cost_columns(sizes, [cost(n) for n in sizes])) for label, cost in kernels]
+    p = _log_log(f"Arithmetic intensity grows with N only for the matrix product ({dtype})")
     p.xaxis.axis_label = "N"
     p.yaxis.axis_label = "arithmetic intensity, FLOP/byte"
     return Drawing(_lines(p, series, [("N", "@x"), ("FLOPs", "@flops"), ("bytes", "@bytes"),
@@ -236,17 +242,10 @@ def tile_reuse(n: int = 8192, tiles=(1, 2, 4, 8, 16, 32, 64, 128, 256),
     so A and B move from DRAM N/T times, not N times."""
     n = _validate.integer("n", n, low=1)
     tiles = tuple(_validate.integer("tiles item", t, low=1) for t in tiles)
-    series = []
-    for dtype in dtypes:
-        ks = [costs.gemm_tiled(n, n, n, tile=t, dtype=dtype) for t in tiles]
-        series.append((f"{dtype}, T × T tiles", {
-            "x": list(tiles), "y": [k.intensity for k in ks],
-            "bytes": [si(k.bytes, "B") for k in ks],
-            "per_flop": [f"{ratio(k.bytes / k.flops)} B/FLOP" for k in ks],
-            "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}))
-    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
-               y_axis_type="log", tools="pan,wheel_zoom,reset",
-               title=f"Tiled matrix product, N = {n:,}: DRAM intensity against tile width T")
+    series = [(f"{dtype}, T × T tiles",
+               _cost_columns(tiles, [costs.gemm_tiled(n, n, n, tile=t, dtype=dtype) for t in tiles]))
+              for dtype in dtypes]
+    p = _log_log(f"Tiled matrix product, N = {n:,}: DRAM intensity against tile width T")
     p.xaxis.axis_label = "tile width T (T = 1: no tiling)"
     p.yaxis.axis_label = "DRAM arithmetic intensity, FLOP/byte"
     return Drawing(_lines(p, series, [("T", "@x"), ("DRAM bytes", "@bytes"),

@@ -31,6 +31,8 @@ Shared memory
 32
 >>> shared_load(tile_column(0, width=32, padding=1)).wavefronts  # pad one column
 1
+>>> constant_load(broadcast(0)).passes       # every lane reads one __constant__ word
+1
 """
 
 from __future__ import annotations
@@ -197,8 +199,34 @@ class SharedLoad:
         return html_table("Shared-memory load, one warp", None, rows)
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+@dataclass(frozen=True, repr=False)
+class ConstantLoad:
+    """One warp's load through the constant cache: one pass per distinct address the lanes read.
+
+    ``unique_addresses``: the distinct byte addresses the active lanes read, ascending.
+    """
+
+    addresses: tuple[int | None, ...]
+    bytes_per_thread: int
+    unique_addresses: tuple[int, ...]
+
+    @property
+    def passes(self) -> int:
+        """The serialised reads: one per distinct address (1 = a broadcast to the whole warp)."""
+        return len(self.unique_addresses)
+
+    @property
+    def active_lanes(self) -> int:
+        return sum(a is not None for a in self.addresses)
+
+    def __repr__(self) -> str:
+        return (f"ConstantLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
+                f"{_n(self.passes, 'distinct address', 'distinct addresses')}, "
+                f"{_n(self.passes, 'pass', 'passes')})")
+
+
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 # -- the models ---------------------------------------------------------------------------------
@@ -233,6 +261,22 @@ def global_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> GlobalLoa
         requests=int(active.any()),
         lane_sector=_as_tuple(sector, active),
     )
+
+
+def constant_load(addresses, bytes_per_thread: int = 4, *, mask=None) -> ConstantLoad:
+    """A warp-wide read of ``__constant__`` data through the constant cache (same arguments
+    as :func:`global_load`).  The cache serves one address at a time: "requests to different
+    addresses by threads within a warp are serialized, so cost scales linearly with the number
+    of unique addresses read by all threads within a warp" (CUDA C++ Programming Guide,
+    "Constant Memory")::
+
+        passes = |{ a : a an active lane's address }|
+
+    so 32 lanes reading one value take 1 pass, 32 lanes reading 32 consecutive floats 32.
+    """
+    a, active, b = _lanes(addresses, bytes_per_thread, mask)
+    return ConstantLoad(addresses=_as_tuple(a, active), bytes_per_thread=b,
+                        unique_addresses=tuple(int(x) for x in np.unique(a[active])))
 
 
 def line_sectors(line: int) -> range:

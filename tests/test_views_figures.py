@@ -1,14 +1,16 @@
 """The lessons' static figures draw their data: the catalog's SMs, the occupancy model's
-blocks, the ladder's sizes and speeds, and the simulator's record of a kernel's stores."""
+blocks, the ladder's sizes and speeds, the simulator's record of a kernel's stores, the cost
+models' intensities and the transformer's FLOP counts."""
 
 import numpy as np
 import pytest
 
-from gpu_lessons import hardware
+from gpu_lessons import costs, hardware
 from gpu_lessons._format import memory_size, si
 from gpu_lessons.kernels import run
 from gpu_lessons.ladder import memory_ladder
 from gpu_lessons.occupancy import occupancy
+from gpu_lessons.transformer import PRESETS, compare_estimates
 from gpu_lessons.views import figures
 
 
@@ -39,40 +41,85 @@ def test_memory_hierarchy_labels_are_the_ladder_s_numbers():
     assert "600 ns" in data["text"][-1]
 
 
-def _pairwise_sum(t, x, out):
-    s = t.shared(8, np.float32, name="s")
-    tid = t.thread_idx.x
-    s[tid] = x[tid]
-    step = 4
-    while step > 0:
-        t.sync()
-        with t.if_(tid < step):
-            s[tid] = s[tid] + s[tid + step]
-        step //= 2
-    with t.if_(tid == 0):
-        out[0] = s[0]
+def _series(fig):
+    """The data of each line (a line and its dots share one source): every other renderer."""
+    return _sources(fig)[::2]
 
 
-def test_scan_tree_edges_are_the_stores_of_the_run():
-    """8 values, 3 halving steps: 4 + 2 + 1 stores, each from its own element (kept) and the
-    one 4, 2, 1 places on (moved), by hand."""
-    x = np.arange(8, dtype=np.float32)
-    out = np.zeros(1, np.float32)
-    r = run(_pairwise_sum, 1, 8, x, out, record_indices=True)
-    e = figures.tree_edges(r, "s")
-    moved = sorted((x0, x1, y1) for x0, x1, y1, m in zip(e["x0"], e["x1"], e["y1"], e["moved"],
-                                                         strict=True) if m)
-    assert moved == [(1, 0, 3), (2, 0, 2), (3, 1, 2), (4, 0, 1), (5, 1, 1), (6, 2, 1), (7, 3, 1)]
-    assert e["moved"].count(False) == 7
-    fig = figures.scan_tree(r, "s").figure
-    assert sum(len(d["x0"]) for d in _sources(fig)[:2]) == 14
+def test_intensity_by_size_draws_the_cost_models_intensities():
+    """By hand, FP32: a matrix product does 2N³ FLOPs on 3N² floats (N/6 FLOP/byte); c = a + b
+    one FLOP per 12 bytes; a sum one add per 4-byte value read."""
+    sizes = (64, 512, 4096)
+    gemm, add, total = _series(figures.intensity_by_size(sizes).figure)
+    assert gemm["x"] == list(sizes)
+    assert gemm["y"] == [costs.gemm(n, n, n).intensity for n in sizes]
+    assert gemm["y"] == pytest.approx([n / 6 for n in sizes])
+    assert add["y"] == pytest.approx([1 / 12] * 3)
+    assert total["y"] == [costs.reduction(n * n).intensity for n in sizes]
+    assert total["y"] == pytest.approx([0.25] * 3, rel=1e-3)
+    assert add["text"][0] == "0.0833 FLOP/byte"
 
 
-def test_scan_tree_needs_recorded_indices():
-    x = np.arange(8, dtype=np.float32)
-    r = run(_pairwise_sum, 1, 8, x, np.zeros(1, np.float32))
-    with pytest.raises(ValueError, match="record_indices"):
-        figures.tree_edges(r, "s")
+def test_tile_reuse_draws_the_tiled_model_for_each_tile():
+    """By hand: square N, T × T tiles, s bytes per element move s·(2N³/T + N²) bytes for 2N³
+    FLOPs, so I = 2N³ / (s·(2N³/T + N²)) = T / (s·(1 + T/2N))."""
+    n, tiles = 4096, (1, 16, 128)
+    fp32, fp16 = _series(figures.tile_reuse(n, tiles).figure)
+    assert fp32["x"] == list(tiles)
+    assert fp32["y"] == [costs.gemm_tiled(n, n, n, tile=t).intensity for t in tiles]
+    assert fp32["y"] == pytest.approx([t / (4 * (1 + t / (2 * n))) for t in tiles])
+    assert fp16["y"] == pytest.approx([t / (2 * (1 + t / (2 * n))) for t in tiles])
+    assert fp32["y"][0] == costs.gemm_naive(n, n, n).intensity
+    assert fp32["per_flop"][1] == "0.25 B/FLOP"
+
+
+def test_flops_per_token_draws_compare_estimates():
+    m = PRESETS["gpt2-small"]
+    seq = (256, 1024, 4096)
+    exact, six_n, palm = _series(figures.flops_per_token("gpt2-small", seq).figure)
+    c = compare_estimates(seq, d_model=m.d_model, n_layers=m.n_layers, d_ff=m.d_ff,
+                          vocab_size=m.vocab_size, n_heads=m.n_heads)
+    assert (exact["y"], six_n["y"], palm["y"]) == (list(c.exact), list(c.six_n), list(c.palm))
+    # 6N does not see the sequence; PaLM's term adds 6·L·H·Q... per token, linear in T:
+    # 12·L·h·T for GPT-2 small's 12 layers of width 768, by hand
+    assert len(set(six_n["y"])) == 1
+    assert palm["y"][1] - palm["y"][0] == pytest.approx(12 * 12 * 768 * (1024 - 256))
+    with pytest.raises(ValueError, match="not a preset"):
+        figures.flops_per_token("gpt-5")
+
+
+def test_memory_hierarchy_menu_switches_to_each_gpu_s_ladder():
+    """Every GPU the menu offers carries its own ladder's numbers (B200: no L1/shared figure
+    in the catalog, so one bar fewer), and a click on a name installs them."""
+    drawing = figures.memory_hierarchy("H100", switch=("V100", "B200"))
+    assert list(drawing.ladders) == ["H100 SXM5", "V100 SXM2", "B200"]
+    for gpu, data in drawing.ladders.items():
+        levels = [lv for lv in memory_ladder(gpu).levels if lv.total_bytes]
+        assert data["size"] == [lv.total_bytes for lv in levels]
+        assert data["level"] == [lv.name for lv in levels]
+    assert "L1 / shared" not in drawing.ladders["B200"]["level"]
+    menu = _sources(drawing.layout.children[0])[0]
+    assert menu["name"] == list(drawing.ladders)
+    (callback,) = menu_source(drawing).selected.js_property_callbacks["change:indices"]
+    assert callback.args["ladders"] is drawing.ladders
+    assert callback.args["src"].data is _sources(drawing.figure)[0]
+    plain = figures.memory_hierarchy("H100", switch=())
+    assert plain.layout is plain.figure and not hasattr(plain, "ladders")
+
+
+def menu_source(drawing):
+    return drawing.layout.children[0].renderers[0].data_source
+
+
+def test_a_drawing_carries_its_document_as_static_html_for_the_book():
+    """Without a kernel (the book, an HTML export) the widget cannot draw: the cell's HTML is
+    the same bokeh document, with the menu's ladders, for BokehJS to draw in the page."""
+    drawing = figures.memory_hierarchy("H100", switch=("V100",))
+    bundle = drawing._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert "gpu-lessons-picture" in page and "data-root-id" in page
+    assert drawing.figure.title.text in page and "V100 SXM2" in page
+    assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))

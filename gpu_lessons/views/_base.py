@@ -113,19 +113,10 @@ class Explorer(widgets.VBox):
         if settings:
             parts.append(f"<p class='gpu-lessons-static-controls'><small>{settings}</small></p>")
         parts += [f"<div>{self.readout.value}</div>", f"<div>{self.warning.value}</div>"]
-        if self._bokeh:
-            docs, items = {}, []
-            for model in self._bokeh:  # render bundles just made by _snapshot_figures
-                docs.update(model.render_bundle["docs_json"])
-                items += model.render_bundle["render_items"]
-            divs = "".join(m.render_bundle["div"] for m in self._bokeh)
-            data_id = f"gpu-lessons-doc-{items[0]['docid']}"
-            # "<" escaped as \u003c keeps "</script>" inside a string from closing the tag.
-            data = serialize_json({"docs_json": docs, "render_items": items}).replace("<", "\\u003c")
+        if self._bokeh:  # render bundles just made by _snapshot_figures
+            divs, scripts = embedded_documents(self._bokeh)
             parts += [f"<div class='gpu-lessons-static-figures' style='display:flex;flex-wrap:wrap;"
-                      f"gap:8px'>{divs}</div>",
-                      f"<script type='application/json' id='{data_id}'>{data}</script>",
-                      f"<script>{_EMBED_JS % json.dumps(data_id)}</script>"]
+                      f"gap:8px'>{divs}</div>", scripts]
         parts.append("<p><small><i>A static picture of this explorer as it was shown: the "
                      "plots pan, zoom and show values on hover; run the notebook to move the "
                      "controls.</i></small></p>")
@@ -160,6 +151,45 @@ class Explorer(widgets.VBox):
 
 #: Draws the figures once BokehJS is there (the book loads it in the page head; a notebook's
 #: ``setup()`` output loads it before any explorer); gives up quietly after 10 s without it.
+def embedded_documents(models: Sequence[BokehModel]) -> tuple[str, str]:
+    """The bokeh documents of ``models`` as static HTML: their divs, and the scripts that have
+    BokehJS (which the page loads once: the book does, and so does ``gpu_lessons.setup()``)
+    draw them there once it has loaded."""
+    docs, items = {}, []
+    for model in models:
+        docs.update(model.render_bundle["docs_json"])
+        items += model.render_bundle["render_items"]
+    divs = "".join(m.render_bundle["div"] for m in models)
+    data_id = f"gpu-lessons-doc-{items[0]['docid']}"
+    # "<" escaped as \u003c keeps "</script>" inside a string from closing the tag.
+    data = serialize_json({"docs_json": docs, "render_items": items}).replace("<", "\\u003c")
+    return divs, (f"<script type='application/json' id='{data_id}'>{data}</script>"
+                  f"<script>{_EMBED_JS % json.dumps(data_id)}</script>")
+
+
+class Picture:
+    """A bokeh layout as a notebook cell's value: a ``jupyter_bokeh`` widget, which JupyterLab
+    draws without any setup call, and beside it the same document as static HTML (class
+    ``gpu-lessons-picture``) for frontends without a kernel: the book, an HTML export.
+    ``widget_class`` is a CSS class given to the widget (the browser test finds figures by it)."""
+
+    widget_class = ""
+
+    def __init__(self, layout):
+        self.layout = layout
+        self._widget = None
+
+    def _repr_mimebundle_(self, **kwargs):
+        if self._widget is None:  # one widget per picture: a bokeh model joins one document
+            self._widget = BokehModel(self.layout)
+            if self.widget_class:
+                self._widget.add_class(self.widget_class)
+        bundle = self._widget._repr_mimebundle_(**kwargs)
+        divs, scripts = embedded_documents([self._widget])
+        bundle["text/html"] = f"<div class='gpu-lessons-picture'>{divs}</div>{scripts}"
+        return bundle
+
+
 _EMBED_JS = """(function () {
   var tries = 0;
   function draw() {

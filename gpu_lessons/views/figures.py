@@ -4,7 +4,13 @@
   launch that the occupancy model says fit on it at once;
 * :func:`memory_hierarchy` -- the memory ladder of a catalog GPU: each level's size (bar
   length, log scale), bandwidth and latency, as :func:`gpu_lessons.ladder.memory_ladder`
-  gives them;
+  gives them, with a menu of other catalog GPUs;
+* :func:`intensity_by_size` -- arithmetic intensity against problem size for a matrix product,
+  an elementwise add and a reduction, from :mod:`gpu_lessons.costs`;
+* :func:`tile_reuse` -- a shared-memory tiled matrix product's DRAM intensity against its tile
+  width, from :func:`gpu_lessons.costs.gemm_tiled`;
+* :func:`flops_per_token` -- a transformer's training FLOPs per token against sequence length:
+  the exact count, 6N and 6N + 12·L·H·Q·T, from :func:`gpu_lessons.transformer.compare_estimates`;
 * :func:`scan_tree` -- the data flow of a kernel between barriers, read from the simulator's
   record of a run: every shared-memory store joined to the shared values its thread read
   since its previous store.  A scan's up-sweep and down-sweep (or a reduction's tree) show as
@@ -18,46 +24,48 @@ from __future__ import annotations
 
 import math
 
-from bokeh.models import ColumnDataSource, HoverTool, LabelSet, Range1d
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, HoverTool, LabelSet, Range1d
 from bokeh.plotting import figure
-from jupyter_bokeh import BokehModel
 
-from .. import _validate
-from .._format import memory_size, si
+from .. import _validate, costs
+from .._format import memory_size, percent, ratio, si
 from .._math import cdiv
 from ..hardware import gpu as catalog_gpu
 from ..kernels.simt import SimResult
 from ..ladder import memory_ladder
 from ..occupancy import occupancy
-from ._base import PALETTE
+from ..transformer import PRESETS, compare_estimates
+from ._base import PALETTE, Picture
 
 #: Each figure as "module:factory", called with no arguments for its default drawing.
 FIGURES = {
     "execution_hierarchy": "gpu_lessons.views.figures:execution_hierarchy",
     "memory_hierarchy": "gpu_lessons.views.figures:memory_hierarchy",
     "reduction_tree": "gpu_lessons.views.figures:reduction_tree_example",
+    "intensity_by_size": "gpu_lessons.views.figures:intensity_by_size",
+    "tile_reuse": "gpu_lessons.views.figures:tile_reuse",
+    "flops_per_token": "gpu_lessons.views.figures:flops_per_token",
+    "sgemm_ladder": "gpu_lessons.views.sgemm_ladder:ladder_chart",
 }
 
 _SM_COLUMNS = 12
 
 
-class Drawing:
-    """One figure, drawn as a notebook cell's value (wrapped in a ``jupyter_bokeh`` widget of
-    class ``gpu-lessons-figure``, as :class:`~gpu_lessons.views.kernel_picture.KernelPicture`
-    is, so it needs no setup call); ``.figure`` is the bokeh figure."""
+class Drawing(Picture):
+    """One figure, drawn as a notebook cell's value (a :class:`~gpu_lessons.views._base.Picture`
+    whose widget has class ``gpu-lessons-figure``, so it needs no setup call and shows in the
+    book too); ``.figure`` is the bokeh figure, ``.layout`` what is shown (the figure, or a menu
+    above it)."""
 
-    def __init__(self, fig):
+    widget_class = "gpu-lessons-figure"
+
+    def __init__(self, fig, layout=None):
+        super().__init__(fig if layout is None else layout)
         self.figure = fig
-        self._widget = None
 
     def __repr__(self) -> str:
         return f"Drawing({self.figure.title.text})"
-
-    def _repr_mimebundle_(self, **kwargs):
-        if self._widget is None:  # one widget per drawing: a bokeh model joins one document
-            self._widget = BokehModel(self.figure)
-            self._widget.add_class("gpu-lessons-figure")
-        return self._widget._repr_mimebundle_(**kwargs)
 
 
 def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
@@ -102,13 +110,11 @@ def execution_hierarchy(gpu="H100", threads_per_block: int = 256,
     return Drawing(p)
 
 
-def memory_hierarchy(gpu="H100"):
-    """The memory ladder of ``gpu``: a bar per level, its length the level's size over the whole
-    GPU (log scale), labelled with the size, bandwidth and latency the ladder model gives."""
+def _ladder_data(gpu) -> tuple[str, dict]:
+    """The ladder of ``gpu`` as the figure draws it: the GPU's name and one column per field."""
     lad = memory_ladder(gpu)
     levels = [lv for lv in lad.levels if lv.total_bytes]
-    names = [lv.name for lv in levels][::-1]
-    data = {
+    return lad.gpu, {
         "level": [lv.name for lv in levels],
         "size": [lv.total_bytes for lv in levels],
         "log_size": [math.log2(lv.total_bytes) for lv in levels],
@@ -118,17 +124,164 @@ def memory_hierarchy(gpu="H100"):
                  + f" · {_short(lv.latency)}" for lv in levels],
         "colour": [PALETTE[i % len(PALETTE)] for i in range(len(levels))],
     }
+
+
+_SWITCH_JS = """
+const picked = menu.selected.indices;
+if (!picked.length) return;
+const name = menu.data.name[picked[0]];
+const d = ladders[name];
+src.data = d;
+fig.y_range.factors = d.level.slice().reverse();
+fig.title.text = titles[name];
+const m = Object.assign({}, menu.data);
+m.fill = m.name.map((n) => (n === name ? on : off));
+menu.data = m;
+"""
+
+#: The GPU menu's colours: the GPU drawn, the others.
+_PICKED, _OTHER = PALETTE[5], "#F2F2F2"
+
+#: The GPUs lesson 03's memory ladder offers in its menu.
+LADDER_GPUS = ("V100", "A100", "H100", "H200", "B200", "RTX 4090", "L4")
+
+
+def memory_hierarchy(gpu="H100", switch=LADDER_GPUS):
+    """The memory ladder of ``gpu``: a bar per level, its length the level's size over the whole
+    GPU (log scale), labelled with the size, bandwidth and latency the ladder model gives.
+
+    ``switch``: catalog GPUs to offer in a row of names above the figure (``()``: none); a
+    click on a name draws that GPU's ladder.  Every ladder is computed here, so the switch
+    works in the browser (JupyterLab or the book) with no kernel running; the size axis stays
+    fixed, so GPUs compare by bar length."""
+    name, data = _ladder_data(gpu)
+    ladders, labels = {name: data}, {name: str(gpu)}
+    for g in switch:
+        full, ladder = _ladder_data(g)
+        ladders.setdefault(full, ladder)
+        labels.setdefault(full, str(g))
+    titles = {n: f"{n}: each level's size (whole GPU), bandwidth and latency" for n in ladders}
     src = ColumnDataSource(data)
-    top = max(data["log_size"])
-    p = figure(y_range=names, width=720, height=60 * len(levels) + 60, toolbar_location=None,
-               title=f"{lad.gpu}: each level's size (whole GPU), bandwidth and latency",
-               x_range=Range1d(0, top * 2.1))
+    top = max(max(d["log_size"]) for d in ladders.values())
+    p = figure(y_range=data["level"][::-1], width=720, height=60 * len(data["level"]) + 60,
+               toolbar_location=None, title=titles[name], x_range=Range1d(0, top * 2.1))
     p.hbar(y="level", right="log_size", height=0.6, source=src, color="colour")
     p.add_layout(LabelSet(x="log_size", y="level", text="text", source=src, x_offset=6,
                           y_offset=-7, text_font_size="9pt"))
     p.xaxis.axis_label = "size, log₂ bytes (bar) — labels: size · bandwidth · latency"
     p.ygrid.visible = False
-    return Drawing(p)
+    if len(ladders) == 1:
+        return Drawing(p)
+    names = list(ladders)
+    menu = ColumnDataSource({"x": list(range(len(names))), "name": names,
+                             "label": [labels[n] for n in names],
+                             "fill": [_PICKED if n == name else _OTHER for n in names]})
+    m = figure(width=720, height=70, toolbar_location=None, tools="tap",
+               title="GPU: click a name to draw its ladder",
+               x_range=Range1d(-0.5, len(names) - 0.5), y_range=Range1d(0, 1))
+    m.rect("x", 0.5, 0.94, 0.8, source=menu, fill_color="fill", line_color="#999999",
+           nonselection_fill_alpha=1.0, nonselection_line_alpha=1.0)
+    m.text("x", 0.5, text="label", source=menu, text_align="center", text_baseline="middle",
+           text_font_size="9pt", nonselection_text_alpha=1.0)
+    m.axis.visible = False
+    m.grid.visible = False
+    m.outline_line_color = None
+    menu.selected.js_on_change("indices", CustomJS(
+        args={"menu": menu, "src": src, "fig": p, "ladders": ladders, "titles": titles,
+              "on": _PICKED, "off": _OTHER}, code=_SWITCH_JS))
+    drawing = Drawing(p, column(m, p))
+    drawing.ladders = ladders
+    return drawing
+
+
+def _lines(p, series, tooltips):
+    """One line with dots per ``(label, data)`` of ``series``, in palette order, and a hover."""
+    for i, (label, data) in enumerate(series):
+        src = ColumnDataSource(data)
+        p.line("x", "y", source=src, color=PALETTE[i], line_width=2, legend_label=label)
+        p.scatter("x", "y", source=src, color=PALETTE[i], size=6, legend_label=label)
+    p.add_tools(HoverTool(tooltips=tooltips))
+    p.legend.location = "top_left"
+    return p
+
+
+def _cost_columns(x, ks) -> dict:
+    """One line of cost models ``ks`` at ``x``: each one's intensity, and its FLOPs, bytes,
+    bytes per FLOP and intensity as the hover writes them."""
+    return {"x": list(x), "y": [k.intensity for k in ks],
+            "flops": [si(k.flops, "FLOP") for k in ks], "bytes": [si(k.bytes, "B") for k in ks],
+            "per_flop": [f"{ratio(k.bytes / k.flops)} B/FLOP" for k in ks],
+            "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}
+
+
+def _log_log(title: str):
+    return figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+                  y_axis_type="log", tools="pan,wheel_zoom,reset", title=title)
+
+
+def intensity_by_size(sizes=(64, 128, 256, 512, 1024, 2048, 4096, 8192), dtype: str = "fp32"):
+    """FLOP per byte of an N × N × N matrix product, an elementwise ``c = a + b`` over N² values
+    and a sum of N² values, for each N of ``sizes``, as :mod:`gpu_lessons.costs` counts them
+    (each array moved once)."""
+    sizes = tuple(_validate.integer("sizes item", n, low=1) for n in sizes)
+    kernels = (("matrix product N × N × N", lambda n: costs.gemm(n, n, n, dtype=dtype)),
+               ("c = a + b over N² values",
+                lambda n: costs.elementwise(n * n, reads=2, writes=1, dtype=dtype)),
+               ("sum of N² values", lambda n: costs.reduction(n * n, dtype=dtype)))
+    series = [(label, _cost_columns(sizes, [cost(n) for n in sizes])) for label, cost in kernels]
+    p = _log_log(f"Arithmetic intensity grows with N only for the matrix product ({dtype})")
+    p.xaxis.axis_label = "N"
+    p.yaxis.axis_label = "arithmetic intensity, FLOP/byte"
+    return Drawing(_lines(p, series, [("N", "@x"), ("FLOPs", "@flops"), ("bytes", "@bytes"),
+                                      ("intensity", "@text")]))
+
+
+def tile_reuse(n: int = 8192, tiles=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+               dtypes=("fp32", "fp16")):
+    """DRAM intensity of an ``n``-square matrix product tiled in shared memory, for each tile
+    width T of ``tiles`` (T = 1 is the naive kernel) and each element type of ``dtypes``, from
+    :func:`gpu_lessons.costs.gemm_tiled`: each element a block stages serves T multiply-adds,
+    so A and B move from DRAM N/T times, not N times."""
+    n = _validate.integer("n", n, low=1)
+    tiles = tuple(_validate.integer("tiles item", t, low=1) for t in tiles)
+    series = [(f"{dtype}, T × T tiles",
+               _cost_columns(tiles, [costs.gemm_tiled(n, n, n, tile=t, dtype=dtype) for t in tiles]))
+              for dtype in dtypes]
+    p = _log_log(f"Tiled matrix product, N = {n:,}: DRAM intensity against tile width T")
+    p.xaxis.axis_label = "tile width T (T = 1: no tiling)"
+    p.yaxis.axis_label = "DRAM arithmetic intensity, FLOP/byte"
+    return Drawing(_lines(p, series, [("T", "@x"), ("DRAM bytes", "@bytes"),
+                                      ("bytes per FLOP", "@per_flop"),
+                                      ("intensity", "@text")]))
+
+
+def flops_per_token(model: str = "gpt2-small",
+                    seq_lens=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768)):
+    """Training FLOPs per token of preset ``model`` (:data:`gpu_lessons.transformer.PRESETS`)
+    against sequence length: the exact count, 6N and 6N + 12·L·H·Q·T, as
+    :func:`gpu_lessons.transformer.compare_estimates` gives them (N non-embedding)."""
+    if model not in PRESETS:
+        raise ValueError(f"model={model!r}: not a preset (choose from {', '.join(PRESETS)})")
+    m = PRESETS[model]
+    c = compare_estimates(seq_lens, d_model=m.d_model, n_layers=m.n_layers, d_ff=m.d_ff,
+                          vocab_size=m.vocab_size, n_heads=m.n_heads, gated_mlp=m.gated_mlp,
+                          bias=m.bias, norm=m.norm)
+    x = list(c.seq_lens)
+    series = [("exact count", {"x": x, "y": list(c.exact), "err": ["–"] * len(x)}),
+              (f"6N (N = {c.n_params:,} non-embedding)", {"x": x, "y": list(c.six_n),
+                      "err": [percent(e, signed=True) for e in c.six_n_error]}),
+              ("6N + 12·L·H·Q·T", {"x": x, "y": list(c.palm),
+                                    "err": [percent(e, signed=True) for e in c.palm_error]})]
+    for _, data in series:
+        data["text"] = [si(v, "FLOP") for v in data["y"]]
+    p = figure(width=720, height=380, toolbar_location="right", x_axis_type="log",
+               tools="pan,wheel_zoom,reset",
+               title=f"{m.label}: training FLOPs per token against sequence length")
+    p.xaxis.axis_label = "sequence length, tokens"
+    p.yaxis.axis_label = "training FLOPs per token (G = 10⁹)"
+    p.yaxis.formatter = CustomJSTickFormatter(code="return (tick / 1e9).toFixed(1) + ' G';")
+    return Drawing(_lines(p, series, [("sequence", "@x tokens"), ("FLOPs per token", "@text"),
+                                      ("off the exact count by", "@err")]))
 
 
 def _short(latency: str) -> str:

@@ -24,12 +24,11 @@ from bokeh.layouts import column
 from bokeh.models import ColorBar, ColumnDataSource, Div, HoverTool, LinearColorMapper, Range1d
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
-from jupyter_bokeh import BokehModel
 
 from .. import _validate
 from .._math import cdiv
 from ..kernels.simt import WARP_SIZE, SimResult
-from ._base import PALETTE
+from ._base import PALETTE, Picture
 from .simt import fit_steps, lane_cells, lanes_figure
 
 #: Cells drawn at most in an access map (a 128 x 128 matrix); larger arrays show their start.
@@ -94,17 +93,14 @@ def kernel_picture(result: SimResult, array: str | None = None, block: int = 0, 
                                        row_elements))
 
 
-class KernelPicture:
+class KernelPicture(Picture):
     """A :func:`kernel_picture` layout that draws itself as a notebook cell's value.
 
     A bare bokeh layout shows only its name there ("Column(id = ...)") unless
     ``bokeh.io.output_notebook()`` ran first; wrapped in a ``jupyter_bokeh`` widget, as the
-    explorers' figures are, it draws in JupyterLab without any setup call.
+    explorers' figures are, it draws in JupyterLab without any setup call, and its static HTML
+    (:class:`~gpu_lessons.views._base.Picture`) draws in the book.
     """
-
-    def __init__(self, layout):
-        self.layout = layout
-        self._widget = None
 
     @property
     def children(self):
@@ -113,11 +109,6 @@ class KernelPicture:
 
     def __repr__(self) -> str:
         return f"KernelPicture({self.layout.children[0].title.text})"
-
-    def _repr_mimebundle_(self, **kwargs):
-        if self._widget is None:  # one widget per picture: a bokeh model joins one document
-            self._widget = BokehModel(self.layout)
-        return self._widget._repr_mimebundle_(**kwargs)
 
 
 def _busiest_array(result: SimResult) -> str | None:

@@ -26,6 +26,7 @@ from gpu_lessons.memory import (
     ACCESS_SIZES,
     aos_field,
     broadcast,
+    constant_load,
     global_load,
     line_sectors,
     matrix_column,
@@ -619,3 +620,23 @@ def test_predicted_traffic_bad_input(kw, name):
     args = {"stride": 1, "element_bytes": 4} | kw
     with pytest.raises(ValueError, match=name):
         predicted_traffic(**args)
+
+
+# -- the constant cache ---------------------------------------------------------------------------
+
+def test_constant_load_serialises_distinct_addresses():
+    """By the Programming Guide's rule ("Constant Memory": requests to different addresses are
+    serialized, the cost scales with the unique addresses), counted by hand: one coefficient
+    for the whole warp is 1 pass; a coefficient per lane 32; lanes picking one of 4 table
+    entries (lane % 4) 4; two half-warps on two values 2; inactive lanes cost nothing."""
+    assert constant_load(broadcast(0)).passes == 1
+    assert constant_load(strided(1)).passes == 32
+    assert constant_load([4 * (lane % 4) for lane in range(32)]).passes == 4
+    r = constant_load([0] * 16 + [64] * 16)
+    assert (r.passes, r.unique_addresses) == (2, (0, 64))
+    half = constant_load(strided(1), mask=[True] * 16 + [False] * 16)
+    assert (half.passes, half.active_lanes) == (16, 16)
+    assert constant_load(strided(1, element_bytes=8), 8).passes == 32
+    assert "1 distinct address, 1 pass)" in repr(constant_load(broadcast(8)))
+    with pytest.raises(ValueError, match="exactly 32"):
+        constant_load([0] * 31)

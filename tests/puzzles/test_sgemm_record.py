@@ -145,3 +145,11 @@ def test_the_sass_readout_is_the_record_s():
     # 1,024 FFMA of 1,340 instructions: 76.4 %
     assert f"{warp['ffma']:,}" in text and f"{100 * warp['ffma'] / warp['instructions']:.1f} %" in text
     assert "<table" in counts._repr_html_() and "FFMA share" in counts._repr_html_()
+
+
+def test_the_readme_quotes_the_record():
+    rec = measured_ladder(4096)
+    readme = (ROOT / "README.md").read_text("utf-8").replace("\n", " ")
+    first, last = rec.rung("sgemm_1d_blocktile"), rec.rung("sgemm_warptile")
+    assert (f"climb from {first.tflops:.1f} to {last.tflops:.1f} TFLOP/s, "
+            f"{100 * last.of_cublas:.0f} % of cuBLAS's FP32 {rec.cublas_tflops:.1f}") in readme

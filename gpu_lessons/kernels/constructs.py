@@ -74,6 +74,9 @@ T_CALLS = {
     "vload": (3, 3, set(), "vector"),
     "vstore": (3, 3, set(), "stmt"),
     "launch_bounds": (1, 2, set(), "stmt"),
+    "copy_async": (5, 5, set(), "stmt"),
+    "commit": (0, 0, set(), "stmt"),
+    "wait": (1, 1, set(), "stmt"),
 }
 #: Calls that must not sit in an operand only some lanes evaluate (``and``/``or``'s right side,
 #: an arm of ``a if c else b``) or in ``t.where``'s values, which Python evaluates for every lane.
@@ -229,6 +232,16 @@ CONSTRUCTS = (
               "in the simulator), and shared arrays they touch are declared __align__(16)",
               "v0, v1, v2, v3 = t.vload(x, 4 * i, 4)\nif 4 * i + 3 < n:\n"
               "    t.vstore(out, 4 * i, (v0, v1, v2, v3))\n", "t"),
+    Construct("asynchronous copy", "t.copy_async(sa, j, a, i, 4), t.commit(), t.wait(1)",
+              ("cp_async<4>(&s[i], &x[i]);", "cp_async_commit();", "cp_async_wait<0>();"),
+              "global to shared memory without registers (cp.async, compute capability 8.0 "
+              "on): each lane copies 1, 2 or 4 elements (4, 8 or 16 bytes); t.commit() closes "
+              "the thread's group of copies, t.wait(k) waits until at most k groups are still "
+              "in flight; other threads see the data after a t.sync() that follows the wait. "
+              "Reading or writing an element before its copy has landed is an error in the "
+              "simulator",
+              "s = t.shared(64, np.float32)\nt.copy_async(s, i, x, i, 1)\nt.commit()\n"
+              "t.wait(0)\nt.sync()\nout[i] = s[i] * 2.0\n", "t"),
     Construct("t.launch_bounds", "t.launch_bounds(256, 2)", ("__launch_bounds__(256, 2)",),
               "at the kernel's top level: blocks have at most 256 threads (a larger launch "
               "fails) and the compiler keeps registers low enough for 2 blocks per SM "

@@ -27,6 +27,7 @@ from .cuda_types import (
     P_ATOM,
     P_MUL,
     P_REL,
+    CP_ASYNC,
     SHARED_ALIGN,
     E,
     Ty,
@@ -332,6 +333,14 @@ class _Translator(_Exprs):
                 self.emit(indent, "// __launch_bounds__ in the signature", n)
             elif op == "vstore":
                 self.vector_store(call, indent)
+            elif op == "copy_async":
+                self.copy_async(call, indent)
+            elif op == "commit":
+                self.need("cp_async", CP_ASYNC)
+                self.emit(indent, "cp_async_commit();", n)
+            elif op == "wait":
+                self.need("cp_async", CP_ASYNC)
+                self.emit(indent, f"cp_async_wait<{call.args[0].value}>();", n)
             elif op == "return_if":
                 c = self.expr(call.args[0])
                 self.emit(indent, f"if ({c.text}) return;", n)
@@ -406,6 +415,16 @@ class _Translator(_Exprs):
         ref = self.flat_index(arr, call.args[1], call)
         parts = ", ".join(_assignable(self.expr(v), arr.cty).text for v in vals)
         self.emit(indent, f"*reinterpret_cast<{vty}*>(&{ref}) = make_{vty}({parts});", call)
+
+    def copy_async(self, call, indent):
+        """``t.copy_async(sa, j, a, i, 4)``: ``cp_async<16>(&sa[j], &a[i]);`` (the helper's
+        inline PTX on sm_80 and later, a plain copy where there is no cp.async)."""
+        dst, src = self.array(call.args[0]), self.array(call.args[2])
+        dst.written = True
+        nbytes = call.args[4].value * np.dtype(dst.dtype).itemsize
+        self.need("cp_async", CP_ASYNC)
+        self.emit(indent, f"cp_async<{nbytes}>(&{self.flat_index(dst, call.args[1], call)}, "
+                          f"&{self.flat_index(src, call.args[3], call)});", call)
 
     def assign_name(self, n, name, value_node, indent, lanes_depth, declare):
         if name in self.arrays and isinstance(value_node, ast.Call) and (
@@ -524,7 +543,8 @@ class _Translator(_Exprs):
         """The arrays a t.vload/t.vstore touches (a static __shared__ array then needs the
         16-byte alignment a float4 access has, which C gives a float array only on request)."""
         return {node.args[0].id for node in ast.walk(self.k.tree)
-                if self.is_t(node, "vload") or self.is_t(node, "vstore")}
+                if self.is_t(node, "vload") or self.is_t(node, "vstore")
+                or self.is_t(node, "copy_async")}
 
     def register_array(self, n, single):
         """``acc = t.local((8, 8), np.float32)``: ``float acc[8][8] = {};`` (every index is a

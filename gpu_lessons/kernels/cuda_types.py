@@ -354,6 +354,40 @@ __device__ {cty} py_{which}({cty} a, {cty} b)   // np.{which}: a NaN in either g
 """
 
 
+#: t.copy_async, t.commit, t.wait: cp.async (PTX ISA 7.0, sm_80 and later) through inline PTX;
+#: ``.cg`` (L2 only) where it may, for 16 bytes.  Where there is no cp.async (an older GPU, or
+#: the C++ of a CPU check) the copy is a plain one and the commit and wait do nothing: a kernel
+#: the simulator accepts never reads a copy before its wait and barrier, so both compute the same.
+CP_ASYNC = """\
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem)   // t.copy_async
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(s), "l"(gmem) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n" :: "r"(s), "l"(gmem), "n"(BYTES) : "memory");
+#else
+    for (int b = 0; b < BYTES; ++b)
+        static_cast<char*>(smem)[b] = static_cast<const char*>(gmem)[b];
+#endif
+}
+__device__ __forceinline__ void cp_async_commit()   // t.commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\\n" ::: "memory");
+#endif
+}
+template <int GROUPS>
+__device__ __forceinline__ void cp_async_wait()   // t.wait(GROUPS)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\\n" :: "n"(GROUPS) : "memory");
+#endif
+}
+"""
+
 _LINEAR_TID = """\
 __device__ __forceinline__ int linear_tid()   // the thread's index within its block
 {

@@ -761,6 +761,26 @@ class _Checker:
             if dtype is not None:
                 self.dtype_arg(dtype)
             return
+        if op == "copy_async":   # t.copy_async(dst, dst_index, src, src_index, width)
+            for arr in (args[0], args[2]):
+                if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):
+                    self.refuse(e, "t.copy_async", "the destination and the source are arrays, "
+                                                   "by name: t.copy_async(sa, (r, c), a, i, 4)")
+                self.name(arr)
+            for idx in (args[1], args[3]):
+                for p in (idx.elts if isinstance(idx, ast.Tuple) else [idx]):
+                    self.expr(p)
+            if not (isinstance(args[4], ast.Constant) and type(args[4].value) is int
+                    and args[4].value in (1, 2, 4)):
+                self.refuse(e, "t.copy_async", "the width is the number 1, 2 or 4 (4, 8 or 16 "
+                                               "bytes of float32): t.copy_async(sa, j, a, i, 4)")
+            return
+        if op == "wait":
+            g = args[0]
+            if not (isinstance(g, ast.Constant) and type(g.value) is int and g.value >= 0):
+                self.refuse(e, "t.wait", "the number of groups that may stay in flight is a "
+                                         "number written out, 0 or more: t.wait(1)")
+            return
         if op.startswith("atomic_") or op in ("vload", "vstore"):
             arr = args[0]
             if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):

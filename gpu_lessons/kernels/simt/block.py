@@ -90,6 +90,7 @@ class _BlockRun:
         self.shared: list[_SharedAlloc] = []
         self.shared_top = 0
         self.access_log: list[tuple] = []
+        self.in_flight: dict = {}   # shared alloc -> {element: line of its t.copy_async}
 
     def run(self):
         sim = self.sim
@@ -113,6 +114,7 @@ class _BlockRun:
         with np.errstate(all="ignore"):  # float faults give inf/nan, as on a GPU
             try:
                 self.sim.kernel(w, *w._args)
+                w._finish_copies()
             except _Aborted:
                 w.state = "aborted"
                 return

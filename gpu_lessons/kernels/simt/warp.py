@@ -28,12 +28,13 @@ from .registers import Registers
 from .result import (
     Event,
 )
+from .async_copy import _AsyncOps
 from .vectors import _VectorOps
 from .warp_memory import _MemoryOps, _undefined_message
 
 # -- the warp context ---------------------------------------------------------------------------
 
-class WarpContext(_FlowOps, _MemoryOps, _VectorOps):
+class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps):
     """What a kernel sees as ``t``: thread/block indices and the SIMT operations.
 
     Attributes: ``thread_idx`` (Dim3 of :class:`Lanes`), ``block_idx``, ``block_dim``,
@@ -67,6 +68,8 @@ class WarpContext(_FlowOps, _MemoryOps, _VectorOps):
         self._shared_calls = 0
         self._last_if = None
         self._loops = []        # the plain-Python loops the warp is in (flow._Loop)
+        self._async_open = []   # t.copy_async copies not yet committed, then the groups
+        self._async_groups = []
         self._args = tuple(self._wrap(a) for a in sim.args)
         # scheduling state
         self.state = "new"

@@ -199,6 +199,9 @@ class _MemoryOps:
             flat = (flat[:, None] + np.arange(width)).ravel()
             lanes = np.repeat(lanes, width)
         if mem.space == "shared":
+            if self._b.in_flight:
+                self._check_in_flight(mem, flat, "writes" if access == _WRITE else "reads",
+                                      line)
             alloc = self._b.shared[mem._alloc]
             if access != _WRITE:
                 written = alloc.written[flat]

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from ._build import S, size_int, unwritten, values
 from ._core import Budget, Puzzle
+from .lesson07 import BANKS, REUSE
 
-REUSE = S(7, "3.2 Data reuse: block, warp and thread tiling")
-BANKS = S(7, "3.3 On-chip: bank conflicts")
 THREAD_TILES = S(7, "6.1 Thread tiles: many results per thread")
 WIDE = S(7, "6.2 Wide loads: one float4 instead of four floats")
 STAGES = S(7, "6.3 Two stages: load the next tile while computing this one")

@@ -3379,6 +3379,8 @@ HONEST_VARIANTS = [
     ("sgemm_2d_blocktile", REF.sgemm_vectorized_kernel, {}),
     ("sgemm_vectorized", REF.sgemm_double_buffered_kernel, {}),
     ("sgemm_double_buffered", LADDER.honest_sgemm_warptile_other_pairs, {}),
+    # the stages filled by cp.async: no registers on the way, one barrier a tile
+    ("sgemm_double_buffered", LADDER.honest_sgemm_double_buffered_cp_async, {}),
     ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),

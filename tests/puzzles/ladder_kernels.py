@@ -233,45 +233,16 @@ def honest_sgemm_warptile_other_pairs(t, a, b, c, m, n, k):
         t.vstore(c, r + 32, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
 
 
-def honest_sgemm_double_buffered_cp_async(t, a, b, c, m, n, k):
-    """Rung 4 with asynchronous copies: the tiles go to shared memory without registers, a's
-    as it lies in memory (rows of 8), read along k as float4s; one barrier a tile."""
-    sa = t.shared((2, 128, 8), np.float32)
-    sb = t.shared((2, 8, 128), np.float32)
-    acc = t.local((8, 8), np.float32)
-    ra = t.local((8, 4), np.float32)
-    rb = t.local((8,), np.float32)
-    tid = t.thread_idx.x
-    ty = tid // 16
-    tx = tid % 16
-    row0 = t.block_idx.y * 128
-    col0 = t.block_idx.x * 128
-    arow = tid // 2
-    acol = tid % 2 * 4
-    brow = tid // 32
-    bcol = tid % 32 * 4
-    t.copy_async(sa, (0, arow, acol), a, (row0 + arow) * k + acol, 4)
-    t.copy_async(sb, (0, brow, bcol), b, brow * n + col0 + bcol, 4)
-    t.commit()
-    for k0 in range(0, k, 8):
-        s = k0 // 8 % 2
-        t.wait(0)
-        t.sync()
-        if k0 + 8 < k:
-            t.copy_async(sa, (1 - s, arow, acol), a, (row0 + arow) * k + k0 + 8 + acol, 4)
-            t.copy_async(sb, (1 - s, brow, bcol), b, (k0 + 8 + brow) * n + col0 + bcol, 4)
-        t.commit()
-        for h in range(2):                   # k-steps 4h .. 4h + 3
-            for i in range(8):
-                r = ty * 4 + i % 4 + i // 4 * 64
-                ra[i, 0], ra[i, 1], ra[i, 2], ra[i, 3] = t.vload(sa, (s, r, 4 * h), 4)
-            for kk in range(4):
-                rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (s, 4 * h + kk, tx * 4), 4)
-                rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (s, 4 * h + kk, 64 + tx * 4), 4)
-                for i in range(8):
-                    for j in range(8):
-                        acc[i, j] += ra[i, kk] * rb[j]
-    for i in range(8):
-        r = (row0 + ty * 4 + i % 4 + i // 4 * 64) * n + col0 + tx * 4
-        t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
-        t.vstore(c, r + 64, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+def _tool_kernel(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "device" / "sgemm_h200.py"
+    spec = importlib.util.spec_from_file_location("sgemm_h200", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return getattr(tool, name)
+
+
+#: Rung 4 with cp.async filling its stages: a control of the H200 record, written there.
+honest_sgemm_double_buffered_cp_async = _tool_kernel("rung4_cp_async")

@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 from gpu_lessons import puzzles  # noqa: E402
 from gpu_lessons.kernels import to_cuda  # noqa: E402
 
-#: Controls that split rung 5's two changes apart: what each alone does on the GPU.
-CONTROLS = ("rung4_stages_unrolled", "rung5_stages_not_unrolled")
+#: Controls that split rung 5's two changes apart (what each alone does on the GPU), and rung 4
+#: with its stages filled by cp.async instead of through registers.
+CONTROLS = ("rung4_stages_unrolled", "rung5_stages_not_unrolled", "rung4_cp_async")
 RUNGS = ("matmul_naive", "matmul_tiled", "matmul_register", "sgemm_1d_blocktile",
          "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm_double_buffered", "sgemm_warptile")
 SIZES = (2048, 4096, 8192)
@@ -137,6 +138,50 @@ def rung5_stages_not_unrolled(t, a, b, c, m, n, k):
         r = (row0 + wr + i % 4 + i // 4 * 16 + lr) * n + col0 + wc + lc
         t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
         t.vstore(c, r + 32, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
+def rung4_cp_async(t, a, b, c, m, n, k):
+    """Control: rung 4 with asynchronous copies: the tiles go to shared memory without registers, a's
+    as it lies in memory (rows of 8), read along k as float4s; one barrier a tile."""
+    sa = t.shared((2, 128, 8), np.float32)
+    sb = t.shared((2, 8, 128), np.float32)
+    acc = t.local((8, 8), np.float32)
+    ra = t.local((8, 4), np.float32)
+    rb = t.local((8,), np.float32)
+    tid = t.thread_idx.x
+    ty = tid // 16
+    tx = tid % 16
+    row0 = t.block_idx.y * 128
+    col0 = t.block_idx.x * 128
+    arow = tid // 2
+    acol = tid % 2 * 4
+    brow = tid // 32
+    bcol = tid % 32 * 4
+    t.copy_async(sa, (0, arow, acol), a, (row0 + arow) * k + acol, 4)
+    t.copy_async(sb, (0, brow, bcol), b, brow * n + col0 + bcol, 4)
+    t.commit()
+    for k0 in range(0, k, 8):
+        s = k0 // 8 % 2
+        t.wait(0)
+        t.sync()
+        if k0 + 8 < k:
+            t.copy_async(sa, (1 - s, arow, acol), a, (row0 + arow) * k + k0 + 8 + acol, 4)
+            t.copy_async(sb, (1 - s, brow, bcol), b, (k0 + 8 + brow) * n + col0 + bcol, 4)
+        t.commit()
+        for h in range(2):                   # k-steps 4h .. 4h + 3
+            for i in range(8):
+                r = ty * 4 + i % 4 + i // 4 * 64
+                ra[i, 0], ra[i, 1], ra[i, 2], ra[i, 3] = t.vload(sa, (s, r, 4 * h), 4)
+            for kk in range(4):
+                rb[0], rb[1], rb[2], rb[3] = t.vload(sb, (s, 4 * h + kk, tx * 4), 4)
+                rb[4], rb[5], rb[6], rb[7] = t.vload(sb, (s, 4 * h + kk, 64 + tx * 4), 4)
+                for i in range(8):
+                    for j in range(8):
+                        acc[i, j] += ra[i, kk] * rb[j]
+    for i in range(8):
+        r = (row0 + ty * 4 + i % 4 + i // 4 * 64) * n + col0 + tx * 4
+        t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
+        t.vstore(c, r + 64, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
 
 
 def worked_kernels():

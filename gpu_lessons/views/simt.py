@@ -37,7 +37,7 @@ COLOUR_BY = ("instruction kind", "branch path")
 INACTIVE = "#DDDDDD"
 #: Colour and hatch of each instruction kind: the eight Okabe–Ito colours, and hatching for
 #: the kinds that share a colour with their plain cousin (an atomic is a store that also
-#: reads; ``__syncwarp`` is a barrier for one warp).
+#: reads; ``__syncwarp`` is a barrier for one warp; cp.async's commit and wait wait too).
 KIND_STYLE = {
     "alu": (PALETTE[0], " "), "branch": (PALETTE[1], " "),
     "ld.global": (PALETTE[2], " "), "st.global": (PALETTE[3], " "),
@@ -45,7 +45,7 @@ KIND_STYLE = {
     "ld.shared": (PALETTE[4], " "), "st.shared": (PALETTE[5], " "),
     "atom.shared": (PALETTE[5], "/"),
     "bar.sync": (PALETTE[6], " "), "bar.warp": (PALETTE[6], "."),
-    "shfl": (PALETTE[7], " "),
+    "shfl": (PALETTE[7], " "), "cp.async": (PALETTE[6], "x"),
 }
 KIND_COLOURS = {k: c for k, (c, _) in KIND_STYLE.items()}
 NO_BRANCH = "outside any branch"

@@ -7,7 +7,6 @@ import pytest
 
 from gpu_lessons import costs, hardware
 from gpu_lessons._format import memory_size, si
-from gpu_lessons.kernels import run
 from gpu_lessons.ladder import memory_ladder
 from gpu_lessons.occupancy import occupancy
 from gpu_lessons.transformer import PRESETS, compare_estimates

@@ -23,11 +23,11 @@ from .cuda_structure import (
 )
 from .cuda_types import (
     _CTYPES,
+    CP_ASYNC,
     P_ADD,
     P_ATOM,
     P_MUL,
     P_REL,
-    CP_ASYNC,
     SHARED_ALIGN,
     E,
     Ty,

@@ -365,9 +365,11 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem)   // t.co
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(s), "l"(gmem) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n"
+                     :: "r"(s), "l"(gmem) : "memory");
     else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n" :: "r"(s), "l"(gmem), "n"(BYTES) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n"
+                     :: "r"(s), "l"(gmem), "n"(BYTES) : "memory");
 #else
     for (int b = 0; b < BYTES; ++b)
         static_cast<char*>(smem)[b] = static_cast<const char*>(gmem)[b];

@@ -57,9 +57,9 @@ def _reuse(tile, vector=1):
 
 
 def _whole_sectors():
-    return tuple(Budget(metric, 1.0, FULL_SECTORS_WHY, array=arr)
-                 for metric, arr in (("load_sector_use", "a"), ("load_sector_use", "b"),
-                                     ("store_sector_use", "c")))
+    return (Budget("load_sector_use", 1.0, FULL_SECTORS_WHY, array="a"),
+            Budget("load_sector_use", 1.0, "likewise", array="b"),
+            Budget("store_sector_use", 1.0, "likewise for the stores", array="c"))
 
 
 NO_CONFLICTS = Budget("bank_conflicts", 0, "every shared access of a warp is served in the "

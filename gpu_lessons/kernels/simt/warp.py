@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import _validate
 from ...hardware import WARP_SIZE
+from .async_copy import _AsyncOps
 from .errors import SimtError
 from .flow import _FlowOps, unweaken
 from .lanes import (
@@ -28,7 +29,6 @@ from .registers import Registers
 from .result import (
     Event,
 )
-from .async_copy import _AsyncOps
 from .vectors import _VectorOps
 from .warp_memory import _MemoryOps, _undefined_message
 

@@ -32,3 +32,16 @@ def test_exercises_and_solutions_pair_up():
     ex = {p.name for p in (ROOT / "exercises").glob("*.ipynb")}
     sol = {p.name for p in (ROOT / "solutions").glob("*.ipynb")}
     assert ex == sol
+
+
+@pytest.mark.parametrize("lesson", ["02", "03", "04", "05", "06", "07", "08"])
+def test_every_puzzle_lesson_runs_a_worked_kernel_in_the_simulator(lesson):
+    """Lessons 02-08 end with puzzles; each first builds and runs a kernel of their kind."""
+    (path,) = (ROOT / "notebooks").glob(f"{lesson}_*.ipynb")
+    cells = [c for c in json.loads(path.read_text("utf-8"))["cells"] if c["cell_type"] == "code"]
+    sources = ["".join(c["source"]) for c in cells]
+    kernels = [s for s in sources if re.search(r"^def \w+\(t, ", s, re.M)]
+    assert kernels, f"{path.name} defines no kernel"
+    names = {m for s in kernels for m in re.findall(r"^def (\w+)\(t, ", s, re.M)}
+    assert any(re.search(rf"\brun\((?:\w+\.)?(?:{'|'.join(names)})\b", s) for s in sources), \
+        f"{path.name} never runs its kernel"

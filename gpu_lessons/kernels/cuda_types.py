@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._math import round_up
+
 #: NVRTC options that make the GPU's float arithmetic round as NumPy's does (no fused
 #: multiply-add; division and square root are IEEE-rounded by default).
 EXACT_OPTIONS = ("-fmad=false",)
@@ -499,7 +501,7 @@ class CudaSource(str):
             n = 1
             for node in d.dims:
                 n *= _eval_int(node, env, scalars, dict(d.constants), self._ctx)
-            total = -(-total // SHARED_ALIGN) * SHARED_ALIGN + n * d.itemsize
+            total = round_up(total, SHARED_ALIGN) + n * d.itemsize
         return total
 
 

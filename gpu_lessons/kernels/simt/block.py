@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from greenlet import greenlet
 
+from ..._math import cdiv
 from ...hardware import WARP_SIZE
 from .lanes import (
     _ATOMIC,
@@ -38,7 +39,7 @@ class _Sim:
         self.grid = grid
         self.block = block
         self.threads_per_block = block.x * block.y * block.z
-        self.warps_per_block = -(-self.threads_per_block // WARP_SIZE)
+        self.warps_per_block = cdiv(self.threads_per_block, WARP_SIZE)
         self.args = args
         self.order = order
         self.rng = np.random.default_rng(order) if not isinstance(order, str) else None

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _validate
+from ..._math import cdiv
 from .launch import run
 from .result import SimResult
 
@@ -361,7 +362,7 @@ def cuda_launch(name: str, n: int | None = None, *, block: int = 256, iters: int
     for _ in range(iters):  # float32 throughout, as the kernel computes it
         ya = ya * np.float32(1.0001) + np.float32(0.5)
         yb = yb * np.float32(0.9999) - np.float32(0.5)
-    return Launch(name, (-(-n // block), 1, 1), (block, 1, 1), 0, ("x", "out", "n", "iters"),
+    return Launch(name, (cdiv(n, block), 1, 1), (block, 1, 1), 0, ("x", "out", "n", "iters"),
                   (x, np.zeros(n, np.float32), n, iters), np.where(even, ya, yb))
 
 

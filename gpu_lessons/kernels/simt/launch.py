@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _validate
+from ..._math import cdiv, round_up
 from ...hardware import WARP_SIZE
 from ..desugar import simulator_function
 from .block import _BlockRun, _Sim
@@ -67,7 +68,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
     max_warps = _validate.integer("max_warps", max_warps, low=1)
     record_indices = _validate.flag("record_indices", record_indices)
     n_blocks = grid.x * grid.y * grid.z
-    n_warps = n_blocks * -(-threads // WARP_SIZE)
+    n_warps = n_blocks * cdiv(threads, WARP_SIZE)
     if n_warps > max_warps:
         raise ValueError(f"grid={tuple(grid)} x block={tuple(block)} is {n_warps} warps; the "
                          f"simulator runs at most max_warps={max_warps} (simulate a smaller "
@@ -86,7 +87,7 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
                                  f"dimension, got shape {a.shape}")
             low = sum(min(0, s * (n - 1)) for s, n in zip(a.strides, a.shape, strict=True))
             high = sum(max(0, s * (n - 1)) for s, n in zip(a.strides, a.shape, strict=True))
-            start = -(-top // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            start = round_up(top, GLOBAL_ALIGN)
             wrapped.append(_GlobalArg(a, start - low, name))
             shapes[name] = ("global", a.shape, a.dtype.itemsize)
             top = start + high - low + a.dtype.itemsize

@@ -24,6 +24,7 @@ import numpy as np
 
 from ... import _validate
 from ..._format import html_table, percent
+from ..._math import cdiv
 from ...hardware import WARP_SIZE
 from ...memory import BANK_BYTES, BANKS, SECTOR_BYTES
 
@@ -562,7 +563,7 @@ class SimResult:
 
     @property
     def warps_per_block(self) -> int:
-        return -(-self.block.x * self.block.y * self.block.z // WARP_SIZE)
+        return cdiv(self.block.x * self.block.y * self.block.z, WARP_SIZE)
 
     @property
     def hazards(self) -> tuple[str, ...]:

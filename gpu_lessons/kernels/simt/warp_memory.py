@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _validate
+from ..._math import round_up
 from ...hardware import WARP_SIZE
 from ...memory import global_load, shared_load
 from .errors import SimtError
@@ -57,7 +58,7 @@ class _MemoryOps:
                                 f"{list(a.data.shape)}: all warps must declare the same")
         else:
             nbytes = int(np.prod(shape)) * dtype.itemsize
-            base = -(-self._b.shared_top // SHARED_ALIGN) * SHARED_ALIGN
+            base = round_up(self._b.shared_top, SHARED_ALIGN)
             if base + nbytes > MAX_STATIC_SHARED_BYTES:
                 raise ValueError(
                     f"shared arrays of this block need {base + nbytes} bytes; static shared "

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 
 from . import _validate
-from ._format import html_table, percent
+from ._format import flop_rate, html_table, percent
 from .hardware import gpu as catalog_gpu
 
 RECORD = "data/h200_sgemm_ladder.json"
@@ -58,14 +58,18 @@ class LadderRecord:
         raise ValueError(f"no kernel {name!r} in the record; it holds "
                          f"{', '.join(k.name for k in self.rungs + self.controls)}")
 
+    def of_cublas(self, tflops: float) -> float:
+        """A rate in TFLOP/s as a fraction of cuBLAS's in the same run (a learner's kernel)."""
+        return tflops / self.cublas_tflops
+
     def _rows(self):
-        return [(k.name, f"{k.tflops:.1f} TFLOP/s", percent(k.of_cublas),
+        return [(k.name, flop_rate(k.tflops * 1e12), percent(k.of_cublas),
                  percent(k.tflops / self.peak_tflops), f"{k.registers}")
                 for k in self.rungs + self.controls]
 
     def _title(self) -> str:
         return (f"{self.gpu}, n = {self.n:,} (FP32, {self.date}): cuBLAS "
-                f"{self.cublas_tflops:.1f} TFLOP/s, FP32 peak {self.peak_tflops:.1f} TFLOP/s")
+                f"{flop_rate(self.cublas_tflops * 1e12)}, FP32 peak {flop_rate(self.peak_tflops * 1e12)}")
 
     def __repr__(self) -> str:
         lines = [self._title()]
@@ -114,6 +118,10 @@ class SassCounts:
 
     compiler: str
     kernels: tuple[tuple[str, int, int, int, int, int, int], ...]
+
+    def of_cublas(self, tflops: float) -> float:
+        """A rate in TFLOP/s as a fraction of cuBLAS's in the same run (a learner's kernel)."""
+        return tflops / self.cublas_tflops
 
     def _rows(self):
         return [(name, f"{regs}", f"{local} B", f"{ins:,}", f"{ffma:,}", percent(ffma / ins),

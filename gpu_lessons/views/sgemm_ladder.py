@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from bokeh.models import ColumnDataSource, LabelSet, Range1d, Span
 from bokeh.plotting import figure
 
-from .._format import percent
+from .._format import flop_rate, percent
 from .._validate import real
 from ..sgemm_record import measured_ladder
 from ._base import PALETTE
@@ -29,7 +29,7 @@ def ladder_chart(n: int = 4096, mine: Mapping[str, float] | None = None):
     rates = [k.tflops for k in rec.rungs] + [float(v) for v in mine.values()]
     data = {
         "kernel": names, "tflops": rates,
-        "text": [f"{r:.1f} TFLOP/s · {percent(r / rec.cublas_tflops)} of cuBLAS"
+        "text": [f"{flop_rate(r * 1e12)} · {percent(rec.of_cublas(r))} of cuBLAS"
                  for r in rates],
         "colour": [PALETTE[0]] * len(rec.rungs) + [PALETTE[1]] * len(mine),
     }
@@ -37,8 +37,8 @@ def ladder_chart(n: int = 4096, mine: Mapping[str, float] | None = None):
     p = figure(y_range=names[::-1], width=720, height=34 * len(names) + 90,
                toolbar_location=None, x_range=Range1d(0, rec.peak_tflops * 1.45),
                title=f"{rec.gpu}, n = {n:,}: the ladder's kernels against cuBLAS "
-                     f"({rec.cublas_tflops:.1f} TFLOP/s) and the FP32 peak "
-                     f"({rec.peak_tflops:.1f} TFLOP/s)")
+                     f"({flop_rate(rec.cublas_tflops * 1e12)}) and the FP32 peak "
+                     f"({flop_rate(rec.peak_tflops * 1e12)})")
     p.hbar(y="kernel", right="tflops", height=0.6, source=src, color="colour")
     p.add_layout(LabelSet(x="tflops", y="kernel", text="text", source=src, x_offset=6,
                           y_offset=-7, text_font_size="9pt"))

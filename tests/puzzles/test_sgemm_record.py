@@ -99,6 +99,8 @@ def test_the_chart_draws_the_record_and_the_learner_s_kernels():
     data = bars.data_source.data
     assert list(data["tflops"]) == [k.tflops for k in rec.rungs] + [30.0]
     assert list(data["kernel"])[-1] == "my rung 2"
+    # the learner's 30 TFLOP/s against this run's cuBLAS, e.g. 61.3 % of 48.9
+    assert f"{100 * 30.0 / rec.cublas_tflops:.1f} % of cuBLAS" in data["text"][-1]
     spans = sorted(s.location for s in fig.center if type(s).__name__ == "Span")
     assert spans == [rec.cublas_tflops, rec.peak_tflops]
     with pytest.raises(ValueError, match=r"mine\['x'\]"):

@@ -127,13 +127,14 @@ def _block_seconds(table, threads: int) -> float:
     return float(np.interp(threads, ts, vs))
 
 
-def registers_of(kernel, args, exact: bool = True) -> int | None:
-    """Registers per thread of the kernel's translation, compiled for sm_90 with NVRTC (no
-    GPU); ``None`` when NVRTC is not installed."""
+def compiled_facts(kernel, args, exact: bool = True):
+    """``(registers per thread, shared-access widths)`` of the kernel's translation, compiled
+    for sm_90 with NVRTC (no GPU; :func:`gpu_lessons.perf.compiled.facts`); ``None`` when NVRTC
+    is not installed."""
     from . import compiled
 
     try:
-        return compiled.registers(kernel, args, exact=exact)
+        return compiled.facts(kernel, args, exact=exact)
     except RuntimeError:
         return None
 
@@ -163,11 +164,14 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
     notes = []
     if not k.measured:
         notes.append(k.source)
+    facts = compiled_facts(kernel, args, exact)
+    widths = facts[1] if facts else {"ld": 1.0, "st": 1.0}
     if registers is None:
-        registers = registers_of(kernel, args, exact)
-        if registers is None:
+        if facts is None:
             registers = 32
             notes.append("NVRTC is not installed: 32 registers per thread assumed")
+        else:
+            registers = facts[0]
     registers = _validate.integer("registers", registers, low=1, high=255)
     occ = occupancy(cc=g.cc, threads_per_block=threads, registers_per_thread=registers,
                     shared_mem_per_block=int(s.shared_bytes))
@@ -228,7 +232,12 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
     t_l1 = lines_blk * per_sm / k.l1_sectors_per_s_sm
 
     # -- shared memory, pipes --------------------------------------------------------------
-    wave_blk = mean(lambda b: b.stats.get("shared_wavefronts", 0.0))
+    # a wide SASS access (LDS.128, from scalar loads of a row the compiler merged) does the
+    # work of several of the simulator's one-per-operation accesses
+    ld_sh, st_sh = kinds("ld.shared"), kinds("st.shared")
+    merged = ld_sh * widths["ld"] + st_sh * widths["st"]
+    merge = merged / (ld_sh + st_sh) if ld_sh + st_sh else 1.0
+    wave_blk = mean(lambda b: b.stats.get("shared_wavefronts", 0.0)) * merge
     t_shared = wave_blk * per_sm / k.shared_wavefronts_per_s_sm
     fp32 = mix("fp32")
     if not exact:
@@ -243,8 +252,8 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                                       "fp64_sfu", "int", "other"))
     int_like = (mix("int") + mix("other") + max(kinds("alu") - classified, 0.0)
                 + kinds("branch") + kinds("bar.warp") + kinds("cp.async"))
-    memory_instr = sum(kinds(x) for x in ("ld.global", "st.global", "ld.shared", "st.shared",
-                                          "atom.global", "atom.shared"))
+    memory_instr = merged + sum(kinds(x) for x in ("ld.global", "st.global", "atom.global",
+                                                   "atom.shared"))
     t_int = int_like * per_sm / k.int_per_s_sm
     t_issue = (t_fp32 + t_int + (kinds("shfl") / k.shfl_per_s_sm
                                  + memory_instr / k.fp32_per_s_sm) * per_sm)
@@ -275,6 +284,15 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
              + mean(lambda b: b.critical_alu) * k.dependent_op_s
              + mean(lambda b: b.barriers) * k.barrier_s)
     t_latency = rounds * chain
+    # a warp waiting at a barrier issues nothing, and a round's blocks start together and run
+    # the same code: between barriers they wait for their loads, then all share the pipes, so
+    # a barrier-separated kernel's on-chip work adds to its chain instead of hiding under it
+    onchip = {"shared memory": t_shared, "integer/ALU issue": t_issue, "FP64": t_fp64,
+              "SFU": t_sfu}
+    phased = bool(mean(lambda b: b.barriers))
+    t_chain = t_latency
+    if phased:
+        t_latency += max(onchip.values())
     t_blocks = per_sm * t_block
 
     # -- the launch as run_on_gpu times it: its resets of every array hide the host's part --
@@ -296,7 +314,10 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
     top = max(breakdown, key=breakdown.get)
     kernel_time = breakdown[top]
     limiter = top
-    if top == "integer/ALU issue" and t_fp32 >= 0.5 * t_issue:
+    if (top == "too little parallelism to hide latency" and phased
+            and max(onchip.values()) > t_chain):
+        limiter = max(onchip, key=onchip.get)     # the phases' larger part: on-chip work
+    if limiter == "integer/ALU issue" and t_fp32 >= 0.5 * t_issue:
         limiter = "FP32 pipe"
     if overhead >= kernel_time:
         limiter = "launch overhead"
@@ -348,6 +369,11 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                                             f"instructions + "
                                             f"{mean(lambda b: b.barriers):,.0f} barriers = "
                                             f"{duration(chain)}"),
+        "phases between barriers": ((t_chain, max(onchip.values())) if phased else None,
+                                    f"{rounds} rounds x the chain = {duration(t_chain)}, then "
+                                    f"{duration(max(onchip.values()))} of on-chip work "
+                                    f"({max(onchip, key=onchip.get)}) that the barriers keep "
+                                    f"from overlapping it" if phased else "no barriers"),
         "sample": (s.sampled, f"{s.sampled} of {n_b:,} blocks simulated in "
                               f"{s.seconds:.1f} s"),
     }

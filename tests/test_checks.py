@@ -38,7 +38,7 @@ from gpu_lessons.questions import CHAPTERS, audit, chapter_number, templates, va
 # H100 SXM5, whitepaper v1.04 Table 3: dense FP16 tensor 989.4 TFLOP/s, HBM3 3.35 TB/s,
 # FP32 66.9 TFLOP/s, TF32 494.7, FP8 1978.9; 132 SMs x 128 FP32 cores at 1980 MHz boost.
 H100_FP16, H100_BW, H100_FP32 = 989.4e12, 3.35e12, 66.9e12
-RIDGE = 989.4 / 3.35                       # 295.34 FLOP/byte
+RIDGE = 494.7 / 3.35                       # 147.67 FLOP/byte: dense TF32, the default
 FP32_TFLOPS = 132 * 128 * 1980e6 * 2 / 1e12  # 66.908 TFLOP/s (whitepaper: 66.9)
 CAPPED_TFLOPS = 132 * 128 * 1782e6 * 2 / 1e12  # 60.218 TFLOP/s at 90 % of 1980 MHz
 
@@ -157,7 +157,7 @@ def test_the_audit_finds_ill_posed_variants():
 
 def test_binding_fixes_the_parameters():
     q = find("05.ridge_h100")
-    assert q.params == {"gpu": "h100", "precision": "fp16"}       # the registry's default
+    assert q.params == {"gpu": "h100", "precision": "tf32"}       # the registry's default
     pcie = q.bind({"gpu": "h100 pcie", "precision": "fp32"})
     assert pcie.params == {"gpu": "h100 pcie", "precision": "fp32"}
     assert "**H100 PCIe**" in pcie.prompt and "FP32" in pcie.prompt and "{" not in pcie.prompt
@@ -166,7 +166,7 @@ def test_binding_fixes_the_parameters():
     # a mistake message names the other H100 of the variant
     r = evaluate(pcie, 66.9 / 3.35)
     assert r.mistake == "other_h100" and "H100 SXM5" in r.message
-    assert pcie.bind({"gpu": "h100"}).params == {"gpu": "h100", "precision": "fp16"}  # from the template
+    assert pcie.bind({"gpu": "h100"}).params == {"gpu": "h100", "precision": "tf32"}  # from the template
     with pytest.raises(ValueError, match=r"precision='fp4' is not one of its choices"):
         q.bind({"precision": "fp4"})
     with pytest.raises(ValueError, match="no parameter named 'n'"):
@@ -200,7 +200,7 @@ def test_a_template_that_does_not_render_is_refused():
 
 def test_ridge_point_accepts_the_datasheet_ratio_within_one_percent():
     assert evaluate("05.ridge_h100", RIDGE).correct
-    assert evaluate("05.ridge_h100", 295).correct          # rounded by hand
+    assert evaluate("05.ridge_h100", 148).correct          # rounded by hand
     assert evaluate("05.ridge_h100", RIDGE * 1.009).correct
     assert not evaluate("05.ridge_h100", RIDGE * 1.02).correct
     assert not evaluate("05.ridge_h100", RIDGE * 0.98).correct
@@ -232,15 +232,15 @@ def test_the_percent_and_fraction_slips_are_the_answer_over_or_times_100():
 
 
 @pytest.mark.parametrize("answer, key", [
-    (2 * 989.4 / 3.35, "sparse_peak"),     # 2:4 sparse FP16 peak 1978.8 TFLOP/s
-    (1978.9 / 3.35, "sparse_peak"),        # the FP8 peak gives the same 2x
-    (494.7 / 3.35, "half"),                # TF32 tensor peak: 147.7
+    (2 * 494.7 / 3.35, "sparse_peak"),     # 2:4 sparse TF32 peak 989.4 TFLOP/s: 295.3
+    (989.4 / 3.35, "sparse_peak"),         # the dense FP16 ridge, twice as fast, is the same 2x
+    (494.7 / 2 / 3.35, "half"),            # the peak counted in multiply-adds: 73.8
     (66.9 / 3.35, "fp32_peak"),            # FP32 CUDA cores: 19.97
-    (989.4 / 4.8, "h200_bandwidth"),       # H200's 4.8 TB/s: 206.1
-    (756 / 2.0, "other_h100"),             # H100 PCIe: 756 TFLOP/s, 2.0 TB/s: 378
-    (989.4e12 / (3350 * 2**30), "gib"),    # bandwidth read as GiB/s: 275.1
-    (3.35 / 989.4, "inverted"),            # bytes per FLOP: 0.003386
-    (989.4 / 3350, "units"),               # TFLOP/s over GB/s: 0.2953
+    (494.7 / 4.8, "h200_bandwidth"),       # H200's 4.8 TB/s: 103.1
+    (378 / 2.0, "other_h100"),             # H100 PCIe: 378 TFLOP/s TF32, 2.0 TB/s: 189
+    (494.7e12 / (3350 * 2**30), "gib"),    # bandwidth read as GiB/s: 137.5
+    (3.35 / 494.7, "inverted"),            # bytes per FLOP: 0.006772
+    (494.7 / 3350, "units"),               # TFLOP/s over GB/s: 0.1477
     (-RIDGE, "sign"),
 ])
 def test_ridge_point_named_mistakes(answer, key):
@@ -253,7 +253,7 @@ def test_ridge_point_named_mistakes(answer, key):
 
 
 def test_sparse_peak_message_says_so():
-    assert "sparse" in evaluate("05.ridge_h100", 590.7).message
+    assert "sparse" in evaluate("05.ridge_h100", 295.3).message
 
 
 @pytest.mark.parametrize("answer, key", [
@@ -269,7 +269,7 @@ def test_fp32_peak_named_mistakes(answer, key):
 
 
 def test_unexplained_number_says_too_high_or_too_low_and_adds_the_hint():
-    high, low = evaluate("05.ridge_h100", 400.0), evaluate("05.ridge_h100", 100.0)
+    high, low = evaluate("05.ridge_h100", 400.0), evaluate("05.ridge_h100", 50.0)
     assert "too high" in high.message and "too low" in low.message
     assert high.mistake is None and find("05.ridge_h100").hint in high.message
 
@@ -286,7 +286,7 @@ def test_numpy_scalars_and_zero_d_arrays_are_numbers():
 
     assert evaluate("05.ridge_h100", np.float32(RIDGE)).correct
     assert evaluate("05.ridge_h100", np.array(RIDGE)).correct
-    assert evaluate("05.ridge_h100", np.int64(295)).correct
+    assert evaluate("05.ridge_h100", np.int64(148)).correct
 
 
 def test_an_object_with_a_doctored_eq_gets_no_credit():
@@ -333,14 +333,14 @@ def test_pass_prints_one_line_with_points(capsys):
 
 def test_passed_is_a_silent_boolean(capsys):
     assert passed("05.ridge_h100", RIDGE) is True
-    assert passed("05.ridge_h100", 590.7) is False
+    assert passed("05.ridge_h100", 295.3) is False
     assert passed("05.ridge_h100", ...) is False
     assert capsys.readouterr().out == ""
 
 
 def test_failure_renders_as_one_line_in_ipython():
     with pytest.raises(CheckFailed) as info:
-        check("05.ridge_h100", 590.7)
+        check("05.ridge_h100", 295.3)
     lines = info.value._render_traceback_()
     assert len(lines) == 1 and "sparse" in lines[0] and "\n" not in lines[0]
 
@@ -349,8 +349,8 @@ def test_checks_in_a_real_kernel():
     """In Jupyter: a stub prints and does not raise; a wrong answer shows one line."""
     cells = ["from gpu_lessons.checks import check",
              "check('05.ridge_h100', ...)",
-             "check('05.ridge_h100', 590.7)",
-             "check('05.ridge_h100', 989.4 / 3.35)"]
+             "check('05.ridge_h100', 295.3)",
+             "check('05.ridge_h100', 494.7 / 3.35)"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(nb, timeout=30, kernel_name="python3", allow_errors=True).execute()
     stub, wrong, right = nb.cells[1].outputs, nb.cells[2].outputs, nb.cells[3].outputs

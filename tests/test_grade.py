@@ -221,7 +221,7 @@ def test_one_feedback_file_per_student(run):
     edited = (run.feedback / "edited.md").read_text("utf-8")
     assert "sparse" in edited
     assert "## Question 05\\.ridge\\_h100 — not correct (0 points)" in edited
-    assert "295" not in edited  # the feedback never gives the answer
+    assert "147" not in edited  # the feedback never gives the answer
 
 
 # -- what each submission gets ---------------------------------------------------------------------

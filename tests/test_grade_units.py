@@ -118,7 +118,7 @@ def test_probe_reads_answers_despite_shadowed_builtins(tmp_path):
     p = plan.Plan.make(chapter5(), 0)
     user = {"__builtins__": __builtins__, "list": [1], "type": "x", "json": None, "float": int,
             "globals": lambda: {}, "print": None, "isinstance": None, "callable": None,
-            "ridge_h100": 295.3, "axpy_bound": "memory-bound",
+            "ridge_h100": 147.7, "axpy_bound": "memory-bound",
             "kernel_time": lambda flops, bytes_moved, peak_flops, bandwidth:
             max(flops / peak_flops, bytes_moved / bandwidth)}
     for group in p.probe_groups():
@@ -185,7 +185,7 @@ def test_events_that_the_worker_never_writes_are_invalid(event, why):
 def test_a_forged_line_voids_the_whole_result():
     p = plan.Plan.make(chapter5(), 0)
     good = json.dumps({"event": "answer", "id": "05.ridge_h100",
-                       "observation": {"kind": "number", "value": 295.3}}).encode()
+                       "observation": {"kind": "number", "value": 147.7}}).encode()
     lines = [(0.0, good), (0.1, good), (0.2, b'{"event": "end", "status": "ok"}')]
     report = rows.Report.read(lines, p, 3)
     assert "two answers" in report.invalid

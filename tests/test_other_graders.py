@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "instructors.md").read_text("utf-8")
 pytestmark = pytest.mark.other_graders
 
-RIGHT = "ridge_h100 = 989.4e12 / 3.35e12"
-WRONG = "ridge_h100 = 1979e12 / 3.35e12  # the sparse peak"
+RIGHT = "ridge_h100 = 494.7e12 / 3.35e12"
+WRONG = "ridge_h100 = 989.4e12 / 3.35e12  # the sparse peak"
 KTIME = ("def kernel_time(flops, bytes_moved, peak_flops, bandwidth):\n"
          "    return max(flops / peak_flops, bytes_moved / bandwidth)")
 
@@ -90,7 +90,7 @@ def test_nbgrader_generate_assignment_then_autograde(tmp_path):
     _run([*nbgrader, "generate_assignment", "ps1", "--force"], course)
     released = nbformat.read(course / "release" / "ps1" / "ps1.ipynb", as_version=4)
     text = "\n".join(c.source for c in released.cells)
-    assert "989.4e12" not in text and "check(" not in text  # solution and hidden tests gone
+    assert "494.7e12" not in text and "check(" not in text  # solution and hidden tests gone
     for student, ridge in (("alice", RIGHT), ("bob", WRONG)):
         mine = nbformat.read(course / "release" / "ps1" / "ps1.ipynb", as_version=4)
         answers = iter([ridge, KTIME])
@@ -155,7 +155,7 @@ def test_otter_assign_then_otter_run(tmp_path):
     _run([sys.executable, "-m", "otter", "assign", str(master), str(dist)], tmp_path)
     student = nbformat.read(dist / "student" / "ps1.ipynb", as_version=4)
     text = "\n".join(c.source for c in student.cells)
-    assert "989.4e12" not in text and "passed(" not in text
+    assert "494.7e12" not in text and "passed(" not in text
     zips = list((dist / "autograder").glob("*.zip"))
     assert len(zips) == 1, list((dist / "autograder").iterdir())
     scores = {}

@@ -106,6 +106,29 @@ def test_memory_hierarchy_menu_switches_to_each_gpu_s_ladder():
     assert plain.layout is plain.figure and not hasattr(plain, "ladders")
 
 
+def test_copy_staircase_draws_the_measured_steps_and_the_cache_sizes():
+    """A staircase written by hand (a 48 KiB L1d, a 2 MiB L2): each working set at its
+    bandwidth, on a log axis, a dashed line at each cache size; what is not a Staircase is
+    refused."""
+    from bokeh.models import Span
+
+    from gpu_lessons.measure.cpu import Staircase
+
+    stairs = Staircase("CPU (test)", (16384, 1048576, 67108864), (80.0, 40.0, 10.0),
+                       {"L1d": 49152, "L2": 2097152})
+    fig = figures.copy_staircase(stairs).figure
+    line, dots = _sources(fig)
+    assert list(line["x"]) == [16384, 1048576, 67108864] and list(line["y"]) == [80, 40, 10]
+    assert dots is line and fig.x_scale.__class__.__name__ == "LogScale"
+    assert line["size"] == ["16 KiB", "1 MiB", "64 MiB"]
+    assert line["rate"] == ["80 GB/s", "40 GB/s", "10 GB/s"]
+    spans = [r for r in fig.center if isinstance(r, Span)]
+    assert sorted(s.location for s in spans) == [49152, 2097152]
+    assert fig.title.text.startswith("CPU (test):")
+    with pytest.raises(TypeError, match="stairs must be the Staircase"):
+        figures.copy_staircase({"working_set": (1,), "gbps": (1.0,)})
+
+
 def menu_source(drawing):
     return drawing.layout.children[0].renderers[0].data_source
 

@@ -283,7 +283,8 @@ class PuzzleResult:
 #: thread wrote: the section that stages a tile and says what a barrier guarantees (no thread
 #: passes it until all the block's threads reach it, so every store before it precedes every
 #: load after it).
-RACE_SECTION = Section(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
+RACE_SECTION = Section(3, "7. When may a block read its scratchpad? A stencil, its halo and "
+                          "its barrier")
 BARRIER_SECTION = RACE_SECTION
 SHARED_SECTION = RACE_SECTION
 #: A race between the lanes of one warp (a missing ``t.syncwarp()``): the section on a warp's

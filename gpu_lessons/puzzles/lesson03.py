@@ -9,11 +9,12 @@ import numpy as np
 from ._build import S, cdiv, loads, power_of_two, size_int, stores, unwritten, values
 from ._core import Budget, Puzzle
 
-SHARED = S(3, "L1 cache and shared memory: one SRAM, two uses")
-L2 = S(3, "L2: one cache for the whole GPU")
+SHARED = S(3, "How do L1 cache and shared memory share one SRAM?")
+L2 = S(3, "Where do all the SMs meet? L2")
 BINS = 16
 HIERARCHY = S(2, "1. The execution hierarchy: thread → warp → block → SM")
-STAGING = S(3, "7. A block's scratchpad: a stencil, its halo and its barrier")
+STAGING = S(3, "7. When may a block read its scratchpad? A stencil, its halo and its "
+               "barrier")
 
 
 def _halo_loads(n):

@@ -5,6 +5,9 @@
 * :func:`memory_hierarchy` -- the memory ladder of a catalog GPU: each level's size (bar
   length, log scale), bandwidth and latency, as :func:`gpu_lessons.ladder.memory_ladder`
   gives them, with a menu of other catalog GPUs;
+* :func:`copy_staircase` -- copy bandwidth against working-set size as
+  :func:`gpu_lessons.measure.cache_staircase` measured it on this machine, a dashed line at
+  each cache size the CPU reports;
 * :func:`intensity_by_size` -- arithmetic intensity against problem size for a matrix product,
   an elementwise add and a reduction, from :mod:`gpu_lessons.costs`;
 * :func:`tile_reuse` -- a shared-memory tiled matrix product's DRAM intensity against its tile
@@ -25,15 +28,16 @@ from __future__ import annotations
 import math
 
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, HoverTool, LabelSet, Range1d
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, HoverTool, LabelSet, Range1d, Span
 from bokeh.plotting import figure
 
 from .. import _validate, costs
-from .._format import memory_size, percent, ratio, si
+from .._format import bandwidth, binary_bytes, memory_size, percent, ratio, si
 from .._math import cdiv
 from ..hardware import gpu as catalog_gpu
 from ..kernels.simt import SimResult
 from ..ladder import memory_ladder
+from ..measure.cpu import Staircase, cache_staircase
 from ..occupancy import occupancy
 from ..transformer import PRESETS, compare_estimates
 from ._base import PALETTE, Picture
@@ -42,6 +46,7 @@ from ._base import PALETTE, Picture
 FIGURES = {
     "execution_hierarchy": "gpu_lessons.views.figures:execution_hierarchy",
     "memory_hierarchy": "gpu_lessons.views.figures:memory_hierarchy",
+    "copy_staircase": "gpu_lessons.views.figures:copy_staircase",
     "reduction_tree": "gpu_lessons.views.figures:reduction_tree_example",
     "intensity_by_size": "gpu_lessons.views.figures:intensity_by_size",
     "tile_reuse": "gpu_lessons.views.figures:tile_reuse",
@@ -192,6 +197,32 @@ def memory_hierarchy(gpu="H100", switch=LADDER_GPUS):
     drawing = Drawing(p, column(m, p))
     drawing.ladders = ladders
     return drawing
+
+
+def copy_staircase(stairs: Staircase | None = None):
+    """Copy bandwidth against working-set size (log axis), one dot per size of ``stairs``
+    (a :class:`~gpu_lessons.measure.cpu.Staircase`; ``None`` measures one, 0.5 s), and a
+    dashed line at each of its cache sizes: the bandwidth steps down where the working set
+    outgrows a level."""
+    if stairs is None:
+        stairs = cache_staircase(budget_s=0.5, progress=False)
+    if not isinstance(stairs, Staircase):
+        raise TypeError(f"stairs must be the Staircase that measure.cache_staircase() returns, "
+                        f"got {type(stairs).__name__}")
+    size, gbps = stairs.arrays()
+    src = ColumnDataSource({"x": size, "y": gbps,
+                            "size": [binary_bytes(int(s)) for s in size],
+                            "rate": [bandwidth(g * 1e9) for g in gbps]})
+    p = figure(title=f"{stairs.device}: copy bandwidth against working set (dashed: its caches)",
+               x_axis_type="log", width=720, height=300, toolbar_location=None,
+               x_axis_label="working set (bytes, both arrays)", y_axis_label="copy bandwidth, GB/s")
+    p.line("x", "y", source=src, line_width=2, color=PALETTE[0])
+    p.scatter("x", "y", source=src, size=5, color=PALETTE[0])
+    p.add_tools(HoverTool(tooltips=[("working set", "@size"), ("copy", "@rate")]))
+    for nbytes in stairs.caches.values():
+        p.add_layout(Span(location=nbytes, dimension="height", line_dash="dashed",
+                          line_color="grey"))
+    return Drawing(p)
 
 
 def _lines(p, series, tooltips):

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 from .. import _validate, costs
 from .. import hardware as _hw
-from .._format import duration, html_table, si
+from .._format import Readout, Row, duration, html_table, si
 from .._format import ratio as _ratio
 from ..costs import KernelCost
 from ..roofline import Roofline
 from .measured import H200_MEASURED
 
 
-@dataclass(frozen=True)
-class Step:
+@dataclass(frozen=True, repr=False)
+class Step(Readout):
     """One version of the kernel: its cost model, its roofline and the predicted time."""
 
     name: str
@@ -34,11 +34,15 @@ class Step:
     def flops_per_s(self) -> float:
         return self.cost.flops / self.seconds
 
-    def __repr__(self) -> str:
-        m = (f"; measured {duration(self.measured_seconds)}" if self.measured_seconds else "")
-        return (f"Step({self.name}: {_ratio(self.cost.intensity)} FLOP/byte vs ridge "
-                f"{_ratio(self.ridge_point)} ({self.precision}) → {self.bound}, "
-                f"{duration(self.seconds)} = {si(self.flops_per_s, 'FLOP/s')}{m})")
+    def readout_title(self) -> str:
+        return f"Step {self.name}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        measured = (Row("measured", self.measured_seconds, "s"),) if self.measured_seconds else ()
+        return (Row("intensity", self.cost.intensity, "FLOP/byte"),
+                Row(f"ridge ({self.precision})", self.ridge_point, "FLOP/byte"),
+                Row("bound", self.bound), Row("predicted time", self.seconds, "s"),
+                Row("predicted rate", self.flops_per_s, "FLOP/s"), *measured)
 
 
 @dataclass(frozen=True)

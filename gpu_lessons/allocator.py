@@ -66,7 +66,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table
+from ._format import Readout, Row, html_table, text_table
 from ._math import cdiv, round_up
 
 MiB = 2**20
@@ -778,10 +778,7 @@ class AllocatorComparison:
         return _validate.choice("allocator", name, [r.allocator for r in self.runs])
 
     def __repr__(self) -> str:
-        rows = [AllocatorRun._HEAD, *(r._row() for r in self.runs)]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
-                         for row in rows)
+        return text_table(AllocatorRun._HEAD, [r._row() for r in self.runs])
 
     def _repr_html_(self) -> str:
         return html_table("Allocators on one trace", AllocatorRun._HEAD, [r._row() for r in self.runs])

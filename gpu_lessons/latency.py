@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, percent
+from ._format import Readout, Row, html_table, percent, text_table
 from ._format import bandwidth as _bandwidth
 from .hardware import WARP_SIZE, measured
 
@@ -453,11 +453,8 @@ class Comparison:
              "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        text = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
         return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
-                f"{_bandwidth(self.peak_bandwidth)})\n" + "\n".join(text))
+                f"{_bandwidth(self.peak_bandwidth)})\n" + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",

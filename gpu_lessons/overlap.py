@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate, system
-from ._format import Readout, Row, binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table, percent, text_table
 from .overlap_record import (
     BACKENDS,
     SCHEMA,
@@ -134,10 +134,7 @@ class OverlapMeasurement:
                  f"{self.gemm_tflops:,.1f} TFLOP/s)",
                  f"all-reduce of {binary_bytes(big.nbytes)}: {big.time_us:,.1f} µs, busbw "
                  f"{big.busbw_gbs:,.1f} GB/s",
-                 repr(self.contention)]
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+                 repr(self.contention), text_table(self._HEAD, self._rows())]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -412,11 +409,7 @@ class OverlapComparison:
                 f"{percent(self.tolerance)}")
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines = [self._caption(),
-                 *("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows)]
-        return "\n".join([*lines, *self.notes])
+        return "\n".join([self._caption(), text_table(self._HEAD, self._rows()), *self.notes])
 
     def _repr_html_(self) -> str:
         table = html_table(self._caption(), self._HEAD, self._rows())

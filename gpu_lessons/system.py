@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, percent
+from ._format import Readout, Row, html_table, percent, text_table
 from .hardware import measured
 
 MODES = ("async", "sync", "graph")
@@ -292,11 +292,9 @@ class LaunchComparison:
 
     def __repr__(self) -> str:
         r0 = self.runs[0]
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(self._HEAD))]
-        lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
         return (f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs (launch {r0.launch_us:g} µs, sync "
-                f"{r0.sync_us:g} µs, graph node {r0.graph_node_us:g} µs)\n" + "\n".join(lines))
+                f"{r0.sync_us:g} µs, graph node {r0.graph_node_us:g} µs)\n"
+                + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         r0 = self.runs[0]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table, percent, text_table
 from ._math import cdiv, round_up
 from .cache import Cache, reuse_distances
 
@@ -341,12 +341,9 @@ class LineSizeSweep:
         return rows
 
     def __repr__(self) -> str:
-        rows = self._table()
-        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-        text = "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True))
-                         for r in rows)
         return (f"LineSizeSweep({self.trace_name}; {binary_bytes(self.size_bytes)} cache, "
-                f"footprint {binary_bytes(self.footprint_bytes)})\n{text}")
+                f"footprint {binary_bytes(self.footprint_bytes)})\n"
+                + text_table(None, self._table(), align="right"))
 
     def _repr_html_(self) -> str:
         rows = self._table()

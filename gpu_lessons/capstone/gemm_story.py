@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .. import _validate, costs
 from .. import hardware as _hw
-from .._format import Readout, Row, duration, html_table, si
+from .._format import Readout, Row, duration, html_table, si, text_table
 from .._format import ratio as _ratio
 from ..costs import KernelCost
 from ..roofline import Roofline
@@ -67,11 +67,8 @@ class Story:
             prev = s.seconds
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines = [f"GEMM {self.n}³ on {self.gpu}, DRAM-only traffic model (no L2 reuse):"]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-        return "\n".join(lines)
+        return (f"GEMM {self.n}³ on {self.gpu}, DRAM-only traffic model (no L2 reuse):\n"
+                + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         return html_table(f"GEMM {self.n}³ on {self.gpu}: predicted by the roofline with "

@@ -31,6 +31,7 @@ from gpu_lessons import (
 )
 from gpu_lessons._format import Readout, Row, quantity
 from gpu_lessons.costs import KernelCost
+from gpu_lessons.hardware import GPU
 from gpu_lessons.memory import constant_load, global_load, shared_load
 from gpu_lessons.overlap_record import AllReducePoint, Contention, OverlapPoint
 
@@ -62,6 +63,11 @@ EXAMPLES = [
       ("misses on stores", 2, ""), ("hit rate", 1984 / 2048, "%"),
       ("bytes from next level", 8192, "B"), ("bytes to next level", 512, "B"),
       ("write-backs", 1, ""), ("evictions", 3, "")]),
+    # 132 SMs × 128 FP32 lanes = 16,896 cores
+    (GPU("Test GPU", "9.0", "HBM3", 132, 128, 80.0, 3350.0, 50 * MiB, {"fp32": 66.9}), "Test GPU",
+     [("compute capability", "9.0", ""), ("SMs", 132, ""), ("FP32 cores", 16896, ""),
+      ("memory", "80 GB HBM3", ""), ("bandwidth", 3.35e12, "B/s"), ("L2", 50 * MiB, "B"),
+      ("peak fp32 (dense)", 66.9e12, "FLOP/s")]),
     # 2 ALU instructions per load, 400 cycles: n* = (3 - 1 + 400) / 3 = 134 warps
     (latency.curve(16, alu_per_load=2, latency=400), "Latency hiding, one scheduler",
      [("warps", "1 to 16", ""), ("ALU instructions per load", 2, ""), ("ILP", 1, ""),

@@ -201,11 +201,10 @@ class KernelTime(Readout):
         return self.bound.fraction_of_peak
 
     def readout_title(self) -> str:
-        return f"Roofline time: {self.name}"
+        return f"Roofline time: {self.name}, {self.bound.bound}"
 
     def readout_rows(self) -> tuple[Row, ...]:
-        return (Row("time", self.seconds, "s"), Row("bound", self.bound.bound),
-                Row("memory time", self.memory_seconds, "s"),
+        return (Row("time", self.seconds, "s"), Row("memory time", self.memory_seconds, "s"),
                 Row("compute time", self.compute_seconds, "s"),
                 Row("attainable", self.flops_per_s, "FLOP/s"),
                 Row("of peak", self.fraction_of_peak, "%"))

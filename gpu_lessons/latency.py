@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, percent, text_table
+from ._format import Readout, Row, html_table, text_table
 from ._format import bandwidth as _bandwidth
 from .hardware import WARP_SIZE, measured
 
@@ -423,10 +423,13 @@ class ConfigResult(Readout):
         return f"Configuration {self.config.name}"
 
     def readout_rows(self) -> tuple[Row, ...]:
-        return (Row("warps per SM", self.warps_per_sm), Row("occupancy", self.occupancy, "%"),
-                Row("ILP", self.config.ilp),
-                Row("loads in flight per SM", self.loads_in_flight_per_sm),
-                Row("bandwidth", self.bandwidth, "B/s"),
+        """Also the columns of :class:`Comparison`."""
+        c = self.config
+        return (Row("threads per block", c.threads_per_block),
+                Row("registers per thread", c.registers_per_thread),
+                Row("warps per SM", self.warps_per_sm), Row("occupancy", self.occupancy, "%"),
+                Row("ILP", c.ilp), Row("loads in flight per SM", self.loads_in_flight_per_sm),
+                Row("predicted bandwidth", self.bandwidth, "B/s"),
                 Row("of peak", self.fraction_of_peak, "%"), Row("limited by", self.limiter))
 
 
@@ -441,24 +444,19 @@ class Comparison:
     def best(self) -> ConfigResult:
         return max(self.results, key=lambda r: r.bandwidth)
 
-    def _rows(self):
-        for r in self.results:
-            c = r.config
-            yield (c.name, f"{c.threads_per_block}", f"{c.registers_per_thread}",
-                   f"{r.warps_per_sm}", percent(r.occupancy), f"{c.ilp}",
-                   f"{r.loads_in_flight_per_sm}", _bandwidth(r.bandwidth),
-                   percent(r.fraction_of_peak), r.limiter)
-
-    _HEAD = ("config", "threads/block", "registers/thread", "warps/SM", "occupancy", "ILP",
-             "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
+    def _table(self):
+        """Each configuration's readout rows as one line, their labels as the header."""
+        head = ("configuration", *(row.label for row in self.results[0].readout_rows()))
+        return head, [(r.config.name, *(row.text for row in r.readout_rows()))
+                      for r in self.results]
 
     def __repr__(self) -> str:
         return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
-                f"{_bandwidth(self.peak_bandwidth)})\n" + text_table(self._HEAD, self._rows()))
+                f"{_bandwidth(self.peak_bandwidth)})\n" + text_table(*self._table()))
 
     def _repr_html_(self) -> str:
         return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",
-                          self._HEAD, self._rows())
+                          *self._table())
 
 
 def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:

@@ -89,8 +89,9 @@ EXAMPLES = [
       ("warps per SM at most", 64, ""), ("loads in flight per thread", 2, "")]),
     (latency.ConfigResult(latency.Config("x", 256, 32, ilp=4), 64, 1.0, 256, 1.5e12, 0.5, "latency"),
      "Configuration x",
-     [("warps per SM", 64, ""), ("occupancy", 1.0, "%"), ("ILP", 4, ""),
-      ("loads in flight per SM", 256, ""), ("bandwidth", 1.5e12, "B/s"), ("of peak", 0.5, "%"),
+     [("threads per block", 256, ""), ("registers per thread", 32, ""), ("warps per SM", 64, ""),
+      ("occupancy", 1.0, "%"), ("ILP", 4, ""), ("loads in flight per SM", 256, ""),
+      ("predicted bandwidth", 1.5e12, "B/s"), ("of peak", 0.5, "%"),
       ("limited by", "latency", "")]),
     # 32 lanes reading 4 bytes each from byte 4 on: 128 B requested over 5 sectors (160 B)
     (global_load([4 + 4 * i for i in range(32)]), "Global load, one warp",

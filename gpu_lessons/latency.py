@@ -356,12 +356,10 @@ class LittlesLaw(Readout):
         return f"Little's law: {self.gpu}"
 
     def readout_rows(self) -> tuple[Row, ...]:
-        return (Row("bandwidth", self.bandwidth, "B/s"),
-                Row("latency", self.latency_ns * 1e-9, "s"),
+        return (Row("bandwidth", self.bandwidth, "B/s"), Row("latency", self.latency_ns * 1e-9, "s"),
                 Row("latency (cycles)", self.latency_cycles),
                 Row("bytes in flight", self.bytes_in_flight, "B"),
-                Row("per SM", self.bytes_per_sm, "B"),
-                Row("per thread", self.bytes_per_thread, "B"),
+                Row("per SM", self.bytes_per_sm, "B"), Row("per thread", self.bytes_per_thread, "B"),
                 Row("threads per SM", self.threads_per_sm),
                 Row("warps per SM needed", self.warps_per_sm),
                 Row("warps per SM at most", self.max_warps_per_sm),

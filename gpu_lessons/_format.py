@@ -8,7 +8,8 @@ readout formats through these helpers, so the course prints one style everywhere
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
 * :func:`si` for any other unit with an SI prefix, :func:`percent` (``46.2 %``, a space before
   the sign as the SI brochure writes it) and :func:`ratio` for dimensionless numbers;
-* :func:`html_table` for the small tables notebooks show;
+* :func:`html_table` for the small tables notebooks show, :func:`text_table` for the same
+  table in a ``__repr__``;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
   ``__repr__``, ``_repr_html_`` and Markdown from them; :func:`quantity` formats one value by
   its unit.
@@ -111,6 +112,16 @@ def html_table(caption: str, header: Iterable | None, rows: Iterable[Iterable], 
             if header else "")
     body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><caption>{cell(caption)}</caption>{head}{body}</table>"
+
+
+def text_table(header: Iterable | None, rows: Iterable[Iterable], *, align: str = "left") -> str:
+    """The same table as plain text for ``__repr__``: each column padded to its widest cell
+    (``align="right"`` pads on the left), two spaces between columns, no trailing blanks."""
+    table = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))] if table else []
+    pad = str.rjust if align == "right" else str.ljust
+    return "\n".join("  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in table)
 
 
 # -- one readout for every result ---------------------------------------------------------------

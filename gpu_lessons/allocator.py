@@ -66,7 +66,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, html_table, text_table
 from ._math import cdiv, round_up
 
 MiB = 2**20
@@ -259,8 +259,8 @@ class MapEntry(NamedTuple):
     owner: int | str | None
 
 
-@dataclass(frozen=True)
-class OOM:
+@dataclass(frozen=True, repr=False)
+class OOM(Readout):
     """The first request that could not be served."""
 
     event: int                  # index in the trace
@@ -277,15 +277,18 @@ class OOM:
         """Capacity not holding any allocation: cached free + never reserved."""
         return self.capacity - self.allocated
 
-    def __repr__(self) -> str:
-        return (f"OOM(event {self.event}, id {self.id!r}: needs {binary_bytes(self.need)} with "
-                f"{binary_bytes(self.free_total)} free in total, largest free block "
-                f"{binary_bytes(self.largest_free)}, unreserved "
-                f"{binary_bytes(self.capacity - self.reserved)})")
+    def readout_title(self) -> str:
+        return f"Out of memory at event {self.event}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("id", repr(self.id)), Row("requested", self.size, "B"),
+                Row("needs", self.need, "B"), Row("free in total", self.free_total, "B"),
+                Row("largest free block", self.largest_free, "B"),
+                Row("unreserved", self.capacity - self.reserved, "B"))
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class AllocatorRun:
+class AllocatorRun(Readout):
     """One allocator replaying one trace.  Arrays have one entry per event (state after it).
 
     ``maps[i]``: the memory map after event ``i`` for each requested snapshot;
@@ -368,30 +371,30 @@ class AllocatorRun:
         """Peak used / peak reserved: how much of what was taken from the device held data."""
         return self.peak_used / self.peak_reserved if self.peak_reserved else 1.0
 
-    def _row(self):
+    def _stats(self) -> tuple[Row, ...]:
+        """The rows :class:`AllocatorComparison` shows as columns, labelled by ``_HEAD``."""
         oom = "none" if self.first_oom is None else f"event {self.first_oom.event}"
-        return (self.allocator, binary_bytes(self.peak_used), binary_bytes(self.peak_allocated),
-                binary_bytes(self.peak_reserved), percent(self.used_fraction_at_peak),
-                binary_bytes(self.peak_waste), binary_bytes(self.unused_at_peak),
-                percent(self.fragmentation_at_peak), f"{len(self.failed)}", oom)
+        values = ((self.peak_used, "B"), (self.peak_allocated, "B"), (self.peak_reserved, "B"),
+                  (self.used_fraction_at_peak, "%"), (self.peak_waste, "B"),
+                  (self.unused_at_peak, "B"), (self.fragmentation_at_peak, "%"),
+                  (len(self.failed), ""), (oom, ""))
+        return tuple(Row(label, v, unit)
+                     for label, (v, unit) in zip(self._HEAD[1:], values, strict=True))
+
+    def _row(self):
+        return (self.allocator, *(r.text for r in self._stats()))
 
     _HEAD = ("allocator", "peak used", "peak allocated", "peak reserved", "peak used/reserved",
              "peak internal waste", "unused at peak reserved", "fragmentation then", "failed",
              "first OOM")
 
-    def __repr__(self) -> str:
-        cap = "unlimited" if self.capacity is None else binary_bytes(self.capacity)
-        oom = "none" if self.first_oom is None else repr(self.first_oom)
-        return (f"AllocatorRun({self.allocator}, {self.used.size} events, capacity {cap}: peak "
-                f"used {binary_bytes(self.peak_used)}, allocated "
-                f"{binary_bytes(self.peak_allocated)}, reserved "
-                f"{binary_bytes(self.peak_reserved)} ({percent(self.used_fraction_at_peak)} used); peak "
-                f"internal waste {binary_bytes(self.peak_waste)}; at peak reserved "
-                f"{binary_bytes(self.unused_at_peak)} unused, fragmentation "
-                f"{percent(self.fragmentation_at_peak)}; {len(self.failed)} failed; first OOM: {oom})")
+    def readout_title(self) -> str:
+        return f"{self.allocator} allocator"
 
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.allocator} allocator", self._HEAD, [self._row()])
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("events", self.used.size),
+                Row("capacity", "unlimited" if self.capacity is None else self.capacity, "B"),
+                *self._stats())
 
 
 def _snapshots(snapshots, n) -> set[int]:
@@ -775,10 +778,7 @@ class AllocatorComparison:
         return _validate.choice("allocator", name, [r.allocator for r in self.runs])
 
     def __repr__(self) -> str:
-        rows = [AllocatorRun._HEAD, *(r._row() for r in self.runs)]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
-                         for row in rows)
+        return text_table(AllocatorRun._HEAD, [r._row() for r in self.runs])
 
     def _repr_html_(self) -> str:
         return html_table("Allocators on one trace", AllocatorRun._HEAD, [r._row() for r in self.runs])

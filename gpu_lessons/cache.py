@@ -72,7 +72,7 @@ import numba
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table
 
 POLICIES = ("lru", "fifo", "random")
 WRITE_POLICIES = ("write-back", "write-through")
@@ -89,8 +89,8 @@ MAX_ADDRESS = 2**62
 
 
 # -- results ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CacheStats:
+@dataclass(frozen=True, repr=False)
+class CacheStats(Readout):
     """What one cache level saw during a run (or since its last reset).
 
     ``accesses = hits + misses`` counts lookups: one per sector (sectored cache) or line
@@ -132,25 +132,17 @@ class CacheStats:
                   for f in fields(self) if f.name != "name"}
         return CacheStats(name=self.name, **counts)
 
-    def _rows(self) -> list[tuple[str, str]]:
-        rate = "n/a" if math.isnan(self.hit_rate) else percent(self.hit_rate)
-        return [
-            ("accesses", f"{self.accesses:,} ({self.stores:,} stores)"),
-            ("hits", f"{self.hits:,}"),
-            ("misses", f"{self.misses:,} ({self.store_misses:,} on stores)"),
-            ("hit rate", rate),
-            ("bytes from next level", binary_bytes(self.bytes_from_next)),
-            ("bytes to next level", binary_bytes(self.bytes_to_next)),
-            ("write-backs", f"{self.writebacks:,}"),
-            ("evictions", f"{self.evictions:,}"),
-        ]
+    def readout_title(self) -> str:
+        return self.name
 
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k} {v}" for k, v in self._rows())
-        return f"CacheStats({self.name}: {body})"
-
-    def _repr_html_(self) -> str:
-        return html_table(self.name, None, self._rows())
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("accesses", self.accesses), Row("stores", self.stores),
+                Row("hits", self.hits), Row("misses", self.misses),
+                Row("misses on stores", self.store_misses),
+                Row("hit rate", "n/a" if math.isnan(self.hit_rate) else self.hit_rate, "%"),
+                Row("bytes from next level", self.bytes_from_next, "B"),
+                Row("bytes to next level", self.bytes_to_next, "B"),
+                Row("write-backs", self.writebacks), Row("evictions", self.evictions))
 
 
 @dataclass(frozen=True)
@@ -181,8 +173,8 @@ class HierarchyStats:
         return "HierarchyStats(\n" + ",\n".join(lines) + ")"
 
     def _repr_html_(self) -> str:
-        cols = [dict(s._rows()) for s in self.levels]
-        rows = [(k, *(c[k] for c in cols)) for k, _ in self.levels[0]._rows()]
+        cols = [{r.label: r.text for r in s.readout_rows()} for s in self.levels]
+        rows = [(k, *(c[k] for c in cols)) for k in cols[0]]
         dram = (f"{binary_bytes(self.dram_bytes_read)} read, "
                 f"{binary_bytes(self.dram_bytes_written)} written")
         rows.append(("DRAM traffic", dram, *[""] * (len(self.levels) - 1)))

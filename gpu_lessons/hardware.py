@@ -38,8 +38,8 @@ WARP_SIZE = 32
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "fp16", "bf16", "fp16_acc16", "fp8")
 
 
-@dataclass(frozen=True)
-class GPU:
+@dataclass(frozen=True, repr=False)
+class GPU(_format.Readout):
     """One GPU's datasheet figures.  Every number's source is in ``sources[field]``."""
 
     name: str
@@ -156,15 +156,16 @@ class GPU:
             return None
         return memory_bandwidth(self.bus_width_bits, rate)
 
-    def _repr_html_(self) -> str:
-        rows = [("compute capability", self.cc), ("SMs", self.sms),
-                ("FP32 cores", f"{self.fp32_cores:,}"),
-                ("memory", f"{self.memory_gb:g} GB {self.memory_type}, "
-                           f"{_format.bandwidth(self.bandwidth)}"),
-                ("L2", _format.binary_bytes(self.l2_bytes))]
-        rows += [(f"peak {p} (dense)", _format.flop_rate(v * 1e12))
-                 for p, v in self.peak_tflops.items()]
-        return _format.html_table(self.name, None, rows)
+    def readout_title(self) -> str:
+        return self.name
+
+    def readout_rows(self) -> tuple[_format.Row, ...]:
+        Row = _format.Row
+        return (Row("compute capability", self.cc), Row("SMs", self.sms),
+                Row("FP32 cores", self.fp32_cores),
+                Row("memory", f"{self.memory_gb:g} GB {self.memory_type}"),
+                Row("bandwidth", self.bandwidth, "B/s"), Row("L2", self.l2_bytes, "B"),
+                *(Row(f"peak {p} (dense)", v * 1e12, "FLOP/s") for p, v in self.peak_tflops.items()))
 
 
 def compute_peak(units: int, clock_hz: float, flops_per_cycle: float) -> float:

@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from ._format import html_table, memory_size, si
+from ._format import html_table, memory_size, si, text_table
 from .hardware import GPU
 from .hardware import gpu as _lookup
 from .latency import DEFAULT_LATENCY_NS
@@ -144,11 +144,9 @@ class Ladder:
                    lv.latency)
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
         keep = (0, 3, 4, 5, 6)
-        widths = {i: max(len(r[i]) for r in rows) for i in keep}
-        text = ["  ".join(r[i].ljust(widths[i]) for i in keep).rstrip() for r in rows]
-        return f"Ladder({self.gpu})\n" + "\n".join(text)
+        return f"Ladder({self.gpu})\n" + text_table(
+            None, [[r[i] for i in keep] for r in [self._HEAD, *self._rows()]])
 
     def _repr_html_(self) -> str:
         return html_table(f"Memory ladder: {self.gpu}", self._HEAD, self._rows())

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from ._format import Readout, Row, html_table, text_table
 from ._format import bandwidth as _bandwidth
-from ._format import html_table, percent
 from .hardware import WARP_SIZE, measured
 
 #: DRAM load latency used when none is given, in ns.  A round figure: unloaded
@@ -117,8 +117,8 @@ def warps_to_saturate(*, alu_per_load: int, latency: float, ilp: int = 1) -> flo
     return (per_iter - 1 + L) / per_iter
 
 
-@dataclass(frozen=True)
-class HidingCurve:
+@dataclass(frozen=True, repr=False)
+class HidingCurve(Readout):
     """Issue rate and loads per cycle of one scheduler for 1..max warps (closed form)."""
 
     warps: np.ndarray
@@ -129,10 +129,14 @@ class HidingCurve:
     latency: float
     saturation: float
 
-    def __repr__(self) -> str:
-        return (f"HidingCurve({self.warps[0]:.0f}..{self.warps[-1]:.0f} warps, "
-                f"{self.alu_per_load} ALU/load, ILP {self.ilp}, latency {self.latency:g} "
-                f"cycles: saturates at {self.saturation:.1f} warps)")
+    def readout_title(self) -> str:
+        return "Latency hiding, one scheduler"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("warps", f"{self.warps[0]:.0f} to {self.warps[-1]:.0f}"),
+                Row("ALU instructions per load", self.alu_per_load), Row("ILP", self.ilp),
+                Row("latency (cycles)", self.latency),
+                Row("saturates at (warps)", self.saturation))
 
 
 def curve(max_warps: int = 16, *, alu_per_load: int, latency: float, ilp: int = 1,
@@ -149,7 +153,7 @@ def curve(max_warps: int = 16, *, alu_per_load: int, latency: float, ilp: int = 
 # -- one scheduler: cycle-by-cycle simulation ------------------------------------------------------
 
 @dataclass(frozen=True, repr=False)
-class SchedulerRun:
+class SchedulerRun(Readout):
     """A cycle-level run of one scheduler.
 
     ``issue_rate`` and ``loads_per_cycle`` are measured over the steady-state window
@@ -170,11 +174,15 @@ class SchedulerRun:
     timeline: np.ndarray
     timeline_load: np.ndarray
 
-    def __repr__(self) -> str:
-        return (f"SchedulerRun({self.warps} warps, {self.alu_per_load} ALU/load, ILP "
-                f"{self.ilp}, latency {self.latency} cycles, {self.policy}: issue rate "
-                f"{self.issue_rate:.3f} instructions/cycle (closed form "
-                f"{self.closed_form:.3f}), {self.loads_per_cycle:.4f} loads/cycle)")
+    def readout_title(self) -> str:
+        return f"One scheduler, simulated ({self.policy})"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("warps", self.warps), Row("ALU instructions per load", self.alu_per_load),
+                Row("ILP", self.ilp), Row("latency (cycles)", self.latency),
+                Row("issue rate (instructions/cycle)", self.issue_rate),
+                Row("closed form (instructions/cycle)", self.closed_form),
+                Row("loads per cycle", self.loads_per_cycle))
 
 
 def simulate(warps: int, *, alu_per_load: int, latency: int, ilp: int = 1,
@@ -246,8 +254,8 @@ def simulate(warps: int, *, alu_per_load: int, latency: int, ilp: int = 1,
 
 # -- a whole SM ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class SMThroughput:
+@dataclass(frozen=True, repr=False)
+class SMThroughput(Readout):
     """One SM with ``warps`` resident warps spread over its schedulers.
 
     ``limiter``: "latency" (too few loads in flight), "issue" (schedulers busy every cycle)
@@ -260,10 +268,13 @@ class SMThroughput:
     bytes_per_cycle: float
     limiter: str
 
-    def __repr__(self) -> str:
-        return (f"SMThroughput({self.warps} warps: {self.issue_rate:.3f} instructions/cycle, "
-                f"{self.loads_per_cycle:.4f} loads/cycle, {self.bytes_per_cycle:.2f} B/cycle; "
-                f"limited by {self.limiter})")
+    def readout_title(self) -> str:
+        return "One SM"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("warps", self.warps), Row("issue rate (instructions/cycle)", self.issue_rate),
+                Row("loads per cycle", self.loads_per_cycle),
+                Row("bytes per cycle", self.bytes_per_cycle), Row("limited by", self.limiter))
 
 
 def sm_throughput(warps: int, *, alu_per_load: int, latency: float, ilp: int = 1,
@@ -310,7 +321,7 @@ def _max_warps_per_sm(g) -> int:
 
 
 @dataclass(frozen=True, repr=False)
-class LittlesLaw:
+class LittlesLaw(Readout):
     """Concurrency a GPU needs to keep its DRAM busy (Little's law)."""
 
     gpu: str
@@ -341,26 +352,18 @@ class LittlesLaw:
         """Loads each thread must keep in flight when every warp slot is used."""
         return math.ceil(self.warps_per_sm / self.max_warps_per_sm)
 
-    def __repr__(self) -> str:
-        verdict = ("full occupancy is enough" if self.enough_warps else
-                   f"an SM holds at most {self.max_warps_per_sm}, so each thread needs "
-                   f"{self.ilp_needed} loads in flight (ILP) or wider loads")
-        return (f"LittlesLaw({self.gpu}: {_bandwidth(self.bandwidth)} × "
-                f"{self.latency_ns:g} ns = {self.bytes_in_flight / 1e6:.2f} MB in flight, "
-                f"{self.bytes_per_sm / 1024:.1f} KiB per SM → {self.threads_per_sm:,.0f} "
-                f"threads/SM at {self.bytes_per_thread} B each = {self.warps_per_sm:.0f} "
-                f"warps/SM; {verdict})")
+    def readout_title(self) -> str:
+        return f"Little's law: {self.gpu}"
 
-    def _repr_html_(self) -> str:
-        rows = [("bandwidth", _bandwidth(self.bandwidth)),
-                ("latency", f"{self.latency_ns:g} ns = {self.latency_cycles:,.0f} cycles"),
-                ("bytes in flight", f"{self.bytes_in_flight / 1e6:.2f} MB "
-                                    f"({self.bytes_per_sm / 1024:.1f} KiB per SM)"),
-                ("threads per SM", f"{self.threads_per_sm:,.0f} at {self.bytes_per_thread} B"),
-                ("warps per SM", f"{self.warps_per_sm:.1f} needed, {self.max_warps_per_sm} "
-                                 f"max"),
-                ("loads in flight per thread", f"{self.ilp_needed}")]
-        return html_table(f"Little's law: {self.gpu}", None, rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("bandwidth", self.bandwidth, "B/s"), Row("latency", self.latency_ns * 1e-9, "s"),
+                Row("latency (cycles)", self.latency_cycles),
+                Row("bytes in flight", self.bytes_in_flight, "B"),
+                Row("per SM", self.bytes_per_sm, "B"), Row("per thread", self.bytes_per_thread, "B"),
+                Row("threads per SM", self.threads_per_sm),
+                Row("warps per SM needed", self.warps_per_sm),
+                Row("warps per SM at most", self.max_warps_per_sm),
+                Row("loads in flight per thread", self.ilp_needed))
 
 
 def littles_law(gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS,
@@ -404,8 +407,8 @@ class Config:
     bytes_per_load: int = 4
 
 
-@dataclass(frozen=True)
-class ConfigResult:
+@dataclass(frozen=True, repr=False)
+class ConfigResult(Readout):
     config: Config
     warps_per_sm: int
     occupancy: float
@@ -414,12 +417,18 @@ class ConfigResult:
     fraction_of_peak: float
     limiter: str
 
-    def __repr__(self) -> str:
-        return (f"ConfigResult({self.config.name}: {self.warps_per_sm} warps/SM "
-                f"({percent(self.occupancy)} occupancy), ILP {self.config.ilp}, "
-                f"{self.loads_in_flight_per_sm} loads in flight/SM → "
-                f"{_bandwidth(self.bandwidth)} ({percent(self.fraction_of_peak)} of peak, "
-                f"limited by {self.limiter}))")
+    def readout_title(self) -> str:
+        return f"Configuration {self.config.name}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        """Also the columns of :class:`Comparison`."""
+        c = self.config
+        return (Row("threads per block", c.threads_per_block),
+                Row("registers per thread", c.registers_per_thread),
+                Row("warps per SM", self.warps_per_sm), Row("occupancy", self.occupancy, "%"),
+                Row("ILP", c.ilp), Row("loads in flight per SM", self.loads_in_flight_per_sm),
+                Row("predicted bandwidth", self.bandwidth, "B/s"),
+                Row("of peak", self.fraction_of_peak, "%"), Row("limited by", self.limiter))
 
 
 @dataclass(frozen=True, repr=False)
@@ -433,27 +442,19 @@ class Comparison:
     def best(self) -> ConfigResult:
         return max(self.results, key=lambda r: r.bandwidth)
 
-    def _rows(self):
-        for r in self.results:
-            c = r.config
-            yield (c.name, f"{c.threads_per_block}", f"{c.registers_per_thread}",
-                   f"{r.warps_per_sm}", percent(r.occupancy), f"{c.ilp}",
-                   f"{r.loads_in_flight_per_sm}", _bandwidth(r.bandwidth),
-                   percent(r.fraction_of_peak), r.limiter)
-
-    _HEAD = ("config", "threads/block", "registers/thread", "warps/SM", "occupancy", "ILP",
-             "loads in flight/SM", "predicted bandwidth", "of peak", "limiter")
+    def _table(self):
+        """Each configuration's readout rows as one line, their labels as the header."""
+        head = ("configuration", *(row.label for row in self.results[0].readout_rows()))
+        return head, [(r.config.name, *(row.text for row in r.readout_rows()))
+                      for r in self.results]
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        text = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
         return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
-                f"{_bandwidth(self.peak_bandwidth)})\n" + "\n".join(text))
+                f"{_bandwidth(self.peak_bandwidth)})\n" + text_table(*self._table()))
 
     def _repr_html_(self) -> str:
         return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",
-                          self._HEAD, self._rows())
+                          *self._table())
 
 
 def compare(configs, gpu="H100", *, latency_ns: float = DEFAULT_LATENCY_NS) -> Comparison:

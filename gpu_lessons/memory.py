@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table
+from ._format import Readout, Row
 from .hardware import WARP_SIZE
 
 #: Unit of transfer between L1/L2/DRAM since Maxwell/Pascal (Best Practices Guide §10.2.1).
@@ -143,7 +143,7 @@ class GlobalLoad(Readout):
 
 
 @dataclass(frozen=True, repr=False)
-class SharedLoad:
+class SharedLoad(Readout):
     """One warp's shared-memory load: wavefronts, bank conflicts and the bank map.
 
     ``lane_words[i]``: the 32-bit words lane ``i`` reads, as word indices ``address // 4``
@@ -182,25 +182,20 @@ class SharedLoad:
         """The worst conflict degree in any phase (1 = conflict-free, 0 = no active lane)."""
         return max((max(p) for p in self.bank_words), default=0)
 
-    def __repr__(self) -> str:
-        return (f"SharedLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
-                f"{_n(self.wavefronts, 'wavefront')} (ideal {self.ideal_wavefronts}), "
-                f"{_n(self.bank_conflicts, 'bank conflict')}, {_n(self.phases, 'phase')}, "
-                f"worst {self.ways}-way)")
+    def readout_title(self) -> str:
+        return "Shared-memory load, one warp"
 
-    def _repr_html_(self) -> str:
-        rows = [("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
-                ("access size", f"{self.bytes_per_thread} B per thread"),
-                ("phases", f"{self.phases}"),
-                ("wavefronts", f"{self.wavefronts}"),
-                ("ideal wavefronts", f"{self.ideal_wavefronts}"),
-                ("bank conflicts", f"{self.bank_conflicts}"),
-                ("worst conflict", f"{self.ways}-way")]
-        return html_table("Shared-memory load, one warp", None, rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
+                Row("access size per thread", self.bytes_per_thread, "B"),
+                Row("phases", self.phases), Row("wavefronts", self.wavefronts),
+                Row("ideal wavefronts", self.ideal_wavefronts),
+                Row("bank conflicts", self.bank_conflicts),
+                Row("worst conflict", f"{self.ways}-way"))
 
 
 @dataclass(frozen=True, repr=False)
-class ConstantLoad:
+class ConstantLoad(Readout):
     """One warp's load through the constant cache: one pass per distinct address the lanes read.
 
     ``unique_addresses``: the distinct byte addresses the active lanes read, ascending.
@@ -219,14 +214,13 @@ class ConstantLoad:
     def active_lanes(self) -> int:
         return sum(a is not None for a in self.addresses)
 
-    def __repr__(self) -> str:
-        return (f"ConstantLoad({self.bytes_per_thread} B x {self.active_lanes}/{WARP_SIZE} lanes: "
-                f"{_n(self.passes, 'distinct address', 'distinct addresses')}, "
-                f"{_n(self.passes, 'pass', 'passes')})")
+    def readout_title(self) -> str:
+        return "Constant-cache load, one warp"
 
-
-def _n(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("active lanes", f"{self.active_lanes} of {WARP_SIZE}"),
+                Row("access size per thread", self.bytes_per_thread, "B"),
+                Row("distinct addresses", self.passes), Row("passes", self.passes))
 
 
 # -- the models ---------------------------------------------------------------------------------

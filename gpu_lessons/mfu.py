@@ -20,9 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate, hardware
-from ._format import html_table
-from ._format import percent as _pct
-from ._format import si as _si
+from ._format import Readout, Row
 from .hardware import GPU
 from .transformer import (
     COMPONENT_LABELS,
@@ -54,8 +52,8 @@ MFU_PRECISIONS = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
 # -- MFU and HFU ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Utilization:
+@dataclass(frozen=True, repr=False)
+class Utilization(Readout):
     """Achieved FLOP/s against the dense peak of ``n_gpus`` GPUs: MFU and HFU."""
 
     gpu: str
@@ -87,37 +85,27 @@ class Utilization:
         """Model FLOP/s per GPU."""
         return self.model_flops_per_s / self.n_gpus
 
-    def _peak_text(self) -> str:
+    def readout_title(self) -> str:
+        return "MFU"
+
+    def readout_rows(self) -> tuple[Row, ...]:
         acc = "FP16" if self.accumulate == "fp16" else "FP32"
-        return f"{self.precision} dense, {acc} accumulate"
-
-    def _warning(self) -> str:
-        if self.mfu > 1:
-            return ("  (above 100 %: impossible. Check the peak: sparse, wrong precision or "
-                    "accumulate type, wrong GPU count; or the FLOP count)")
-        return ""
-
-    def __repr__(self) -> str:
-        hfu = f", HFU {_pct(self.hfu)}" if self.hfu != self.mfu else ""
-        return (f"Utilization({self.n_gpus} × {self.gpu}, {self._peak_text()}: "
-                f"{_si(self.achieved_flops_per_gpu, 'FLOP/s')} per GPU of "
-                f"{_si(self.peak_flops_per_gpu, 'FLOP/s', 4)} peak -> MFU {_pct(self.mfu)}"
-                f"{hfu}){self._warning()}")
-
-    def _repr_html_(self) -> str:
-        rows = [("GPUs", f"{self.n_gpus} × {self.gpu}"),
-                ("peak per GPU", f"{_si(self.peak_flops_per_gpu, 'FLOP/s', 4)} "
-                                 f"({self._peak_text()})"),
-                ("peak, all GPUs", _si(self.peak_flops, "FLOP/s"))]
+        rows = [Row("GPUs", f"{self.n_gpus} × {self.gpu}"),
+                Row("precision", f"{self.precision} dense, {acc} accumulate"),
+                Row("peak per GPU", self.peak_flops_per_gpu, "FLOP/s"),
+                Row("peak of all GPUs", self.peak_flops, "FLOP/s")]
         if self.tokens_per_s is not None:
-            rows.append(("throughput", f"{self.tokens_per_s:,.0f} tokens/s"))
-        rows += [("model FLOP/s achieved", _si(self.model_flops_per_s, "FLOP/s")),
-                 ("per GPU", _si(self.achieved_flops_per_gpu, "FLOP/s")),
-                 ("<b>MFU</b>", f"<b>{_pct(self.mfu)}</b>{self._warning()}"),
-                 ("hardware FLOP/s (with recomputation)",
-                  _si(self.hardware_flops_per_s, "FLOP/s")),
-                 ("HFU", _pct(self.hfu))]
-        return html_table("MFU", ("", ""), rows, escape=False)
+            rows.append(Row("throughput (tokens/s)", self.tokens_per_s))
+        rows += [Row("model FLOP/s achieved", self.model_flops_per_s, "FLOP/s"),
+                 Row("per GPU", self.achieved_flops_per_gpu, "FLOP/s"),
+                 Row("MFU", self.mfu, "%"),
+                 Row("hardware FLOP/s (with recomputation)", self.hardware_flops_per_s, "FLOP/s"),
+                 Row("HFU", self.hfu, "%")]
+        if self.mfu > 1:
+            rows.append(Row("check", "above 100 % is impossible: check the peak (sparse, wrong "
+                                     "precision or accumulate type, wrong GPU count) or the "
+                                     "FLOP count"))
+        return tuple(rows)
 
 
 def _peak(gpu_, precision, accumulate) -> tuple[GPU, float]:
@@ -240,8 +228,8 @@ def rtx4090_mfu_example(accumulate="fp16") -> Utilization:
 
 # -- published utilisation figures ----------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ReferenceRun:
+@dataclass(frozen=True, repr=False)
+class ReferenceRun(Readout):
     """A published training run's utilisation, for comparison in the lessons."""
 
     name: str
@@ -251,10 +239,12 @@ class ReferenceRun:
     source: str
     note: str = ""
 
-    def __repr__(self) -> str:
-        parts = [f"MFU {_pct(self.mfu)}" if self.mfu is not None else "",
-                 f"HFU {_pct(self.hfu)}" if self.hfu is not None else ""]
-        return f"ReferenceRun({self.name} on {self.hardware}: {', '.join(p for p in parts if p)})"
+    def readout_title(self) -> str:
+        return f"{self.name} on {self.hardware}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return tuple(Row(label, v, "%") for label, v in (("MFU", self.mfu), ("HFU", self.hfu))
+                     if v is not None)
 
 
 REFERENCE_RUNS = (

@@ -55,7 +55,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hardware
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table, percent
 from ._math import cdiv, round_up
 from .hardware import WARP_SIZE
 
@@ -439,8 +439,8 @@ def blocks_per_sm(cc=None, *, gpu=None, threads_per_block, registers_per_thread,
 
 # -- curves like NVIDIA's occupancy calculator -------------------------------------------------
 
-@dataclass(frozen=True, eq=False)
-class Curve:
+@dataclass(frozen=True, eq=False, repr=False)
+class Curve(Readout):
     """Occupancy as one input varies and the others stay fixed (read-only NumPy arrays)."""
 
     parameter: str          # "threads_per_block", "registers_per_thread" or "shared_mem_per_block"
@@ -455,12 +455,15 @@ class Curve:
     def __len__(self) -> int:
         return len(self.x)
 
-    def __repr__(self) -> str:
-        fixed = ", ".join(f"{k}={v}" for k, v in self.fixed.items())
+    def readout_title(self) -> str:
+        return f"Occupancy against {self.parameter} on CC {self.cc}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
         best = int(np.argmax(self.occupancy))
-        return (f"Curve(occupancy vs {self.parameter} on CC {self.cc}, {fixed}: "
-                f"{len(self.x)} points from {self.x[0]:,} to {self.x[-1]:,}; "
-                f"highest {percent(self.occupancy[best])} at {self.x[best]:,})")
+        return (*(Row(k, v) for k, v in self.fixed.items()),
+                Row(self.parameter, f"{self.x[0]:,} to {self.x[-1]:,}, {len(self.x)} points"),
+                Row("highest occupancy", float(self.occupancy[best]), "%"),
+                Row(f"at {self.parameter}", int(self.x[best])))
 
 
 def _curve(parameter, x, spec, threads, regs, smem, pct, opt_in, fixed) -> Curve:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate, system
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table, percent, text_table
 from .overlap_record import (
     BACKENDS,
     SCHEMA,
@@ -134,10 +134,7 @@ class OverlapMeasurement:
                  f"{self.gemm_tflops:,.1f} TFLOP/s)",
                  f"all-reduce of {binary_bytes(big.nbytes)}: {big.time_us:,.1f} µs, busbw "
                  f"{big.busbw_gbs:,.1f} GB/s",
-                 repr(self.contention)]
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+                 repr(self.contention), text_table(self._HEAD, self._rows())]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -210,7 +207,7 @@ TOLERANCE = 0.20
 
 
 @dataclass(frozen=True, repr=False)
-class AllReduceFit:
+class AllReduceFit(Readout):
     """The ring model fitted to measured all-reduce times: ``latency_us`` = α per ring step,
     ``bus_bandwidth`` = B in bytes/s per GPU and direction, over sizes ``fit_bytes``;
     ``residuals``: (bytes, model / measured − 1) for every measured size."""
@@ -239,11 +236,15 @@ class AllReduceFit:
         lo, hi = self.fit_bytes
         return max(abs(r) for s, r in self.residuals if lo <= s <= hi)
 
-    def __repr__(self) -> str:
+    def readout_title(self) -> str:
+        return f"Ring all-reduce fitted on {self.gpus} GPUs"
+
+    def readout_rows(self) -> tuple[Row, ...]:
         lo, hi = self.fit_bytes
-        return (f"AllReduceFit({self.gpus} GPUs: α = {self.latency_us:,.2f} µs per ring step, "
-                f"B = {self.busbw_gbs:,.1f} GB/s, fitted on {binary_bytes(lo)}–"
-                f"{binary_bytes(hi)}, worst error there {percent(self.worst_residual)})")
+        return (Row("α per ring step", self.latency_us * 1e-6, "s"),
+                Row("bus bandwidth B", self.bus_bandwidth, "B/s"),
+                Row("smallest size fitted", lo, "B"), Row("largest size fitted", hi, "B"),
+                Row("worst error there", self.worst_residual, "%"))
 
 
 def fit_allreduce(points, *, min_bytes: float = 0, max_bytes: float = float("inf")) -> AllReduceFit:
@@ -408,11 +409,7 @@ class OverlapComparison:
                 f"{percent(self.tolerance)}")
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines = [self._caption(),
-                 *("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows)]
-        return "\n".join([*lines, *self.notes])
+        return "\n".join([self._caption(), text_table(self._HEAD, self._rows()), *self.notes])
 
     def _repr_html_(self) -> str:
         table = html_table(self._caption(), self._HEAD, self._rows())

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from . import _validate
-from ._format import Readout, Row, binary_bytes, percent
+from ._format import Readout, Row, binary_bytes
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 
@@ -219,8 +219,8 @@ class OverlapPoint(Readout):
                 Row("tail", self.tail_us * 1e-6, "s"))
 
 
-@dataclass(frozen=True)
-class Contention:
+@dataclass(frozen=True, repr=False)
+class Contention(Readout):
     """Phase (d): the GEMM chain while ``count`` all-reduces of ``allreduce_bytes`` ran beside it
     from start to finish.  Times in µs.  ``allreduce_under_us`` is the median time per
     all-reduce among those that ran wholly while the GEMMs ran (``None`` if none did).  The
@@ -252,15 +252,20 @@ class Contention:
             return None
         return self.allreduce_under_us / self.allreduce_alone_us - 1
 
-    def __repr__(self) -> str:
-        comm = ("not observed" if self.comm_slowdown is None else
-                f"{self.allreduce_alone_us:,.1f} → {self.allreduce_under_us:,.1f} µs per "
-                f"all-reduce ({percent(self.comm_slowdown, signed=True)})")
-        return (f"Contention(compute {self.compute_alone_us:,.1f} → {self.compute_us:,.1f} µs "
-                f"({percent(self.compute_slowdown, signed=True)}, "
-                f"comm_sm_fraction {self.comm_sm_fraction:.3f}) "
-                f"beside {self.count} all-reduces of {binary_bytes(self.allreduce_bytes)}; "
-                f"all-reduce {comm})")
+    def readout_title(self) -> str:
+        return f"Contention beside {self.count} all-reduces of {binary_bytes(self.allreduce_bytes)}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        under = self.allreduce_under_us
+        return (Row("compute alone", self.compute_alone_us * 1e-6, "s"),
+                Row("compute beside them", self.compute_us * 1e-6, "s"),
+                Row("compute slowed by", self.compute_slowdown, "%"),
+                Row("comm_sm_fraction", self.comm_sm_fraction),
+                Row("all-reduce alone", self.allreduce_alone_us * 1e-6, "s"),
+                Row("all-reduce beside compute", "not observed" if under is None else under * 1e-6,
+                    "s"),
+                Row("all-reduce slowed by", "not observed" if under is None else
+                    self.comm_slowdown, "%"))
 
 
 def _comm_under(ends: list[float], begin_s: float, end_s: float) -> float | None:

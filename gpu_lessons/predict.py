@@ -27,7 +27,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._format import html_table, percent
+from ._format import Readout, Row, percent
 
 #: How close a numeric guess must be to count as "close": within this factor either way.
 CLOSE_FACTOR = 1.25
@@ -262,8 +262,8 @@ def predict(id: str, guess=...) -> None:
           "The lesson reveals the model's answer after the experiment.")
 
 
-@dataclass(frozen=True)
-class Reveal:
+@dataclass(frozen=True, repr=False)
+class Reveal(Readout):
     """A guess beside the model's answer."""
 
     id: str
@@ -287,18 +287,15 @@ class Reveal:
         return (f"your guess is {r:.2g}× the model's answer" if r > 1
                 else f"your guess is 1/{1 / r:.2g} of the model's answer")
 
-    def _rows(self):
+    def readout_title(self) -> str:
+        return f"Prediction {self.id}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
         unit = "" if isinstance(self.answer, str) else _unit(self.unit)
         guess = "—" if self.guess is None else _show(self.guess) + unit
-        return [("question", self.question), ("your guess", guess),
-                ("the model", _show(self.answer) + unit), ("verdict", self.verdict),
-                ("how", self.how)]
-
-    def __repr__(self) -> str:
-        return f"Reveal {self.id}\n" + "\n".join(f"  {k:<11} {v}" for k, v in self._rows())
-
-    def _repr_html_(self) -> str:
-        return html_table(f"Prediction {self.id}", None, self._rows())
+        return (Row("question", self.question), Row("your guess", guess),
+                Row("the model", _show(self.answer) + unit), Row("verdict", self.verdict),
+                Row("how", self.how))
 
 
 def reveal(id: str) -> Reveal:

@@ -33,10 +33,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hw
-from ._format import bandwidth as _bandwidth
-from ._format import duration, flop_rate, html_table
-from ._format import percent as _percent
-from ._format import ratio as _ratio
+from ._format import Readout, Row
 
 #: Labels of the compute roofs, by the catalog's precision keys (see ``hardware.PRECISIONS``).
 COMPUTE_LABELS = {
@@ -54,14 +51,14 @@ COMPUTE_LABELS = {
 #: (L2 bytes per clock × boost clock, where the catalog has both).
 MEMORIES = ("dram", "l2")
 
-#: How a roof's value reads: FLOP/s for a compute roof, bytes/s for a memory roof.
-_RATE = {"compute": flop_rate, "memory": _bandwidth}
+#: A roof's unit: FLOP/s for a compute roof, bytes/s for a memory roof.
+_UNIT = {"compute": "FLOP/s", "memory": "B/s"}
 
 
 # -- roofs from the catalog ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Roof:
+@dataclass(frozen=True, repr=False)
+class Roof(Readout):
     """One roof: ``kind`` "compute" (``value`` in FLOP/s) or "memory" (``value`` in bytes/s)."""
 
     key: str
@@ -70,8 +67,8 @@ class Roof:
     value: float
     source: str = field(default="", repr=False, compare=False)
 
-    def __repr__(self) -> str:
-        return f"Roof({self.label!r}, {_RATE[self.kind](self.value)})"
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row(self.label, self.value, _UNIT[self.kind]),)
 
 
 def compute_roofs(gpu) -> tuple[Roof, ...]:
@@ -141,8 +138,8 @@ def log_intensities(lo=1e-2, hi=1e4, n=241) -> np.ndarray:
 
 # -- results ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Bound:
+@dataclass(frozen=True, repr=False)
+class Bound(Readout):
     """Which roof limits a kernel of ``intensity`` and by how much.
 
     ``margin`` ≥ 1 is how far the intensity sits from the ridge, as a factor: a memory-bound
@@ -162,16 +159,20 @@ class Bound:
         """Attainable / peak: 1 when compute-bound."""
         return self.attainable / self.peak_flops
 
-    def __repr__(self) -> str:
+    def readout_title(self) -> str:
+        return self.bound.capitalize()
+
+    def readout_rows(self) -> tuple[Row, ...]:
         side = "below" if self.bound == "memory-bound" else "above"
-        return (f"Bound({self.bound}: I = {_ratio(self.intensity)} FLOP/byte is "
-                f"{_ratio(self.margin)}× {side} the ridge {_ratio(self.ridge_point)} FLOP/byte; "
-                f"attainable {flop_rate(self.attainable)} = "
-                f"{_percent(self.fraction_of_peak)} of peak)")
+        return (Row("intensity", self.intensity, "FLOP/byte"),
+                Row("ridge point", self.ridge_point, "FLOP/byte"),
+                Row(f"factor {side} the ridge", self.margin),
+                Row("attainable", self.attainable, "FLOP/s"),
+                Row("of peak", self.fraction_of_peak, "%"))
 
 
-@dataclass(frozen=True)
-class KernelTime:
+@dataclass(frozen=True, repr=False)
+class KernelTime(Readout):
     """The roofline's prediction for one kernel: its shortest ``seconds`` and what limits it."""
 
     name: str
@@ -199,15 +200,18 @@ class KernelTime:
     def fraction_of_peak(self) -> float:
         return self.bound.fraction_of_peak
 
-    def __repr__(self) -> str:
-        return (f"KernelTime({self.name!r}: {duration(self.seconds)}, {self.bound.bound} "
-                f"(memory {duration(self.memory_seconds)}, compute {duration(self.compute_seconds)}); "
-                f"{flop_rate(self.flops_per_s)} = {_percent(self.fraction_of_peak)} "
-                f"of peak)")
+    def readout_title(self) -> str:
+        return f"Roofline time: {self.name}, {self.bound.bound}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("time", self.seconds, "s"), Row("memory time", self.memory_seconds, "s"),
+                Row("compute time", self.compute_seconds, "s"),
+                Row("attainable", self.flops_per_s, "FLOP/s"),
+                Row("of peak", self.fraction_of_peak, "%"))
 
 
-@dataclass(frozen=True)
-class Achieved:
+@dataclass(frozen=True, repr=False)
+class Achieved(Readout):
     """A measured kernel against its roofline: rates achieved and fractions of each roof."""
 
     name: str
@@ -243,18 +247,21 @@ class Achieved:
         FLOP or byte count is wrong)."""
         return self.predicted_seconds / self.seconds
 
-    def __repr__(self) -> str:
-        return (f"Achieved({self.name!r}: {duration(self.seconds)}, "
-                f"{flop_rate(self.flops_per_s)} ({_percent(self.fraction_of_peak)} of "
-                f"peak), {_bandwidth(self.bytes_per_s)} "
-                f"({_percent(self.fraction_of_bandwidth)} of bandwidth), "
-                f"{_percent(self.fraction_of_roofline)} of the roofline)")
+    def readout_title(self) -> str:
+        return f"Achieved: {self.name}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("time", self.seconds, "s"), Row("compute", self.flops_per_s, "FLOP/s"),
+                Row("of peak", self.fraction_of_peak, "%"),
+                Row("memory", self.bytes_per_s, "B/s"),
+                Row("of bandwidth", self.fraction_of_bandwidth, "%"),
+                Row("of the roofline", self.fraction_of_roofline, "%"))
 
 
 # -- one roofline ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Roofline:
+@dataclass(frozen=True, repr=False)
+class Roofline(Readout):
     """A compute roof ``peak_flops`` (FLOP/s) and a memory roof ``bandwidth`` (bytes/s).
 
     Build it from explicit numbers, ``Roofline(peak_flops=19.5e12, bandwidth=2.039e12)``, or from
@@ -344,16 +351,13 @@ class Roofline:
         xs = log_intensities(lo, hi, n) if intensity is None else _intensity_array(intensity)
         return xs, self.attainable(xs)
 
-    def __repr__(self) -> str:
-        return (f"Roofline({self.name}: {self.compute} {flop_rate(self.peak_flops)}, "
-                f"{self.memory} {_bandwidth(self.bandwidth)}, ridge "
-                f"{_ratio(self.ridge_point)} FLOP/byte)")
+    def readout_title(self) -> str:
+        return f"{self.name} roofline"
 
-    def _repr_html_(self) -> str:
-        return html_table(self.name, ("roof", "value"), [
-            (self.compute, flop_rate(self.peak_flops)),
-            (self.memory, _bandwidth(self.bandwidth)),
-            ("ridge point π/β", f"{_ratio(self.ridge_point)} FLOP/byte")])
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row(self.compute, self.peak_flops, "FLOP/s"),
+                Row(self.memory, self.bandwidth, "B/s"),
+                Row("ridge point π/β", self.ridge_point, "FLOP/byte"))
 
 
 # -- several roofs, ready to plot ----------------------------------------------------------------------
@@ -372,8 +376,8 @@ class RoofCurve:
         return f"{self.compute.label} / {self.memory.label}"
 
 
-@dataclass(frozen=True, eq=False)
-class RooflineCurves:
+@dataclass(frozen=True, eq=False, repr=False)
+class RooflineCurves(Readout):
     """Every (compute roof, memory roof) pair of one GPU evaluated on the same intensities.
 
     A view draws ``intensity`` against each ``line.attainable`` — no arithmetic of its own.
@@ -393,11 +397,12 @@ class RooflineCurves:
         raise ValueError(f"precision={precision!r}, memory={memory!r}: no such curve for "
                          f"{self.gpu}; it has {have}")
 
-    def _repr_html_(self) -> str:
-        rows = [(r.label, _RATE[r.kind](r.value)) for r in self.roofs]
-        rows += [(f"ridge {ln.label}", f"{_ratio(ln.ridge_point)} FLOP/byte")
-                 for ln in self.lines]
-        return html_table(self.gpu, ("roof", "value"), rows)
+    def readout_title(self) -> str:
+        return f"{self.gpu} roofs"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (*(Row(r.label, r.value, _UNIT[r.kind]) for r in self.roofs),
+                *(Row(f"ridge {ln.label}", ln.ridge_point, "FLOP/byte") for ln in self.lines))
 
 
 def curves(gpu, *, precisions=None, memories=None, intensity=None, lo=1e-2, hi=1e4,

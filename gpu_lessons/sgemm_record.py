@@ -119,10 +119,6 @@ class SassCounts:
     compiler: str
     kernels: tuple[tuple[str, int, int, int, int, int, int], ...]
 
-    def of_cublas(self, tflops: float) -> float:
-        """A rate in TFLOP/s as a fraction of cuBLAS's in the same run (a learner's kernel)."""
-        return tflops / self.cublas_tflops
-
     def _rows(self):
         return [(name, f"{regs}", f"{local} B", f"{ins:,}", f"{ffma:,}", percent(ffma / ins),
                  f"{lds} ({lds128})")

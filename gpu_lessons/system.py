@@ -52,8 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import bandwidth as _bandwidth
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, html_table, percent, text_table
 from .hardware import measured
 
 MODES = ("async", "sync", "graph")
@@ -177,7 +176,7 @@ def _step_us(n, d, mode, o, r, g, c, final_sync):
 
 
 @dataclass(frozen=True, repr=False)
-class LaunchRun:
+class LaunchRun(Readout):
     """``n_kernels`` kernels of ``kernel_us`` issued one way (``mode``); times in µs.
 
     ``timeline``: :class:`Segment` bars on lanes "CPU" and "GPU" (µs).
@@ -214,10 +213,14 @@ class LaunchRun:
     def per_kernel_us(self) -> float:
         return self.step_us / self.n_kernels
 
-    def __repr__(self) -> str:
-        return (f"LaunchRun({self.mode}: {self.n_kernels} kernels × {self.kernel_us:g} µs, launch "
-                f"{self.launch_us:g} µs → step {self.step_us:,.1f} µs, "
-                f"{self.per_kernel_us:.2f} µs/kernel, GPU busy {percent(self.utilisation)})")
+    def readout_title(self) -> str:
+        return f"Launches ({self.mode})"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("kernels", self.n_kernels), Row("kernel", self.kernel_us * 1e-6, "s"),
+                Row("launch", self.launch_us * 1e-6, "s"), Row("step", self.step_us * 1e-6, "s"),
+                Row("per kernel", self.per_kernel_us * 1e-6, "s"),
+                Row("GPU busy", self.utilisation, "%"))
 
 
 def kernel_sequence(n_kernels: int, kernel_us: float, *, mode: str = "async",
@@ -289,11 +292,9 @@ class LaunchComparison:
 
     def __repr__(self) -> str:
         r0 = self.runs[0]
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(self._HEAD))]
-        lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
         return (f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs (launch {r0.launch_us:g} µs, sync "
-                f"{r0.sync_us:g} µs, graph node {r0.graph_node_us:g} µs)\n" + "\n".join(lines))
+                f"{r0.sync_us:g} µs, graph node {r0.graph_node_us:g} µs)\n"
+                + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         r0 = self.runs[0]
@@ -310,7 +311,7 @@ def compare_modes(n_kernels: int, kernel_us: float, **kw) -> LaunchComparison:
 
 
 @dataclass(frozen=True, repr=False)
-class BatchSweep:
+class BatchSweep(Readout):
     """Utilisation against batch size when a kernel takes ``fixed_us + per_item_us × batch``.
 
     Arrays (one entry per batch size): ``kernel_us``, ``step_us``, ``utilisation`` (0..1) and
@@ -336,11 +337,16 @@ class BatchSweep:
             return math.inf if self.fixed_us < self.launch_us else 0.0
         return max(0.0, (self.launch_us - self.fixed_us) / self.per_item_us)
 
-    def __repr__(self) -> str:
-        return (f"BatchSweep({self.mode}, {self.n_kernels} kernels of {self.fixed_us:g} + "
-                f"{self.per_item_us:g}·batch µs; batch {self.batch[0]}..{self.batch[-1]}: GPU "
-                f"busy {percent(self.utilisation[0])} → {percent(self.utilisation[-1])}; kernel = launch "
-                f"at batch {self.knee_batch:.1f})")
+    def readout_title(self) -> str:
+        return f"Batch sweep ({self.mode})"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("kernels", self.n_kernels), Row("fixed time per kernel", self.fixed_us * 1e-6, "s"),
+                Row("time per item", self.per_item_us * 1e-6, "s"),
+                Row("batch", f"{self.batch[0]} to {self.batch[-1]}"),
+                Row("GPU busy at the smallest batch", self.utilisation[0], "%"),
+                Row("GPU busy at the largest batch", self.utilisation[-1], "%"),
+                Row("kernel = launch at batch", self.knee_batch))
 
 
 def batch_sweep(batch_sizes, *, fixed_us: float, per_item_us: float, n_kernels: int = 1,
@@ -386,7 +392,7 @@ COPY_LATENCY_US = 10.0
 
 
 @dataclass(frozen=True, repr=False)
-class CopyTime:
+class CopyTime(Readout):
     """One host↔device copy: ``time_us = latency_us + nbytes / bandwidth``."""
 
     nbytes: int
@@ -406,11 +412,15 @@ class CopyTime:
         """Hockney's ``n½ = latency × bandwidth``: copies this large reach half the bandwidth."""
         return self.latency_us * 1e-6 * self.bandwidth
 
-    def __repr__(self) -> str:
+    def readout_title(self) -> str:
         arrow = "host→device" if self.direction == "h2d" else "device→host"
-        return (f"CopyTime({binary_bytes(self.nbytes)} {self.memory} {arrow}: "
-                f"{self.time_us:,.1f} µs at {_bandwidth(self.bandwidth)} + "
-                f"{self.latency_us:g} µs latency → {_bandwidth(self.effective_bandwidth)} effective)")
+        return f"Copy {arrow}, {self.memory} memory"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("size", self.nbytes, "B"), Row("time", self.time_us * 1e-6, "s"),
+                Row("bandwidth", self.bandwidth, "B/s"),
+                Row("latency", self.latency_us * 1e-6, "s"),
+                Row("effective bandwidth", self.effective_bandwidth, "B/s"))
 
 
 def copy_time(nbytes: int, *, memory: str = "pinned", direction: str = "h2d",
@@ -544,7 +554,7 @@ class Bucket:
 
 
 @dataclass(frozen=True, repr=False)
-class StepRun:
+class StepRun(Readout):
     """One data-parallel training step; times in ms.
 
     ``step_ms = compute_ms + slowdown_ms + exposed_comm_ms``: compute alone, the extra compute
@@ -585,25 +595,18 @@ class StepRun:
         there is no communication at all (one GPU, or no gradients): nothing is exposed."""
         return self.hidden_comm_ms / self.comm_ms if self.comm_ms > 0 else 1.0
 
-    def _summary(self):
-        return [("step", f"{self.step_ms:,.3f} ms"), ("compute alone", f"{self.compute_ms:,.3f} ms"),
-                ("compute slowed by SM sharing", f"+{self.slowdown_ms:,.3f} ms"),
-                ("exposed communication", f"+{self.exposed_comm_ms:,.3f} ms"),
-                ("communication (all buckets)", f"{self.comm_ms:,.3f} ms"),
-                ("hidden behind compute", f"{self.hidden_comm_ms:,.3f} ms"),
-                ("buckets", f"{len(self.buckets)}")]
+    def readout_title(self) -> str:
+        return (f"Training step: {self.n_layers} layers, {self.gpus} GPUs, overlap "
+                f"{'on' if self.overlap else 'off'}")
 
-    def __repr__(self) -> str:
-        return (f"StepRun({self.n_layers} layers, {self.gpus} GPUs at "
-                f"{_bandwidth(self.link_bandwidth)}, overlap {'on' if self.overlap else 'off'}: "
-                f"step {self.step_ms:,.3f} ms = compute {self.compute_ms:,.3f} + SM sharing "
-                f"{self.slowdown_ms:,.3f} + exposed comm {self.exposed_comm_ms:,.3f} ms; comm "
-                f"{self.comm_ms:,.3f} ms, {percent(self.hidden_fraction)} hidden)")
-
-    def _repr_html_(self) -> str:
-        cap = (f"Training step: {self.n_layers} layers, {self.gpus} GPUs, overlap "
-               f"{'on' if self.overlap else 'off'}")
-        return html_table(cap, ("", ""), self._summary())
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("link", self.link_bandwidth, "B/s"), Row("step", self.step_ms * 1e-3, "s"),
+                Row("compute alone", self.compute_ms * 1e-3, "s"),
+                Row("compute slowed by SM sharing", self.slowdown_ms * 1e-3, "s"),
+                Row("exposed communication", self.exposed_comm_ms * 1e-3, "s"),
+                Row("communication (all buckets)", self.comm_ms * 1e-3, "s"),
+                Row("hidden behind compute", self.hidden_comm_ms * 1e-3, "s"),
+                Row("hidden", self.hidden_fraction, "%"), Row("buckets", len(self.buckets)))
 
 
 def _times(name, value, n):

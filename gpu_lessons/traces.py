@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, html_table, percent, text_table
 from ._math import cdiv, round_up
 from .cache import Cache, reuse_distances
 
@@ -36,8 +36,8 @@ MAX_ACCESSES = 20_000_000
 _PAGE = 4096
 
 
-@dataclass(frozen=True, eq=False)
-class Trace:
+@dataclass(frozen=True, eq=False, repr=False)
+class Trace(Readout):
     """A sequence of memory accesses: byte ``addresses``, ``is_write`` per access, and size."""
 
     name: str
@@ -82,9 +82,13 @@ class Trace:
         gaps = np.minimum(np.diff(starts), self.access_bytes)
         return int(gaps.sum()) + self.access_bytes
 
-    def __repr__(self) -> str:
-        return (f"Trace({self.name!r}: {len(self):,} accesses ({self.stores:,} stores) of "
-                f"{self.access_bytes} B, footprint {binary_bytes(self.footprint_bytes)})")
+    def readout_title(self) -> str:
+        return f"Trace {self.name}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("accesses", len(self)), Row("stores", self.stores),
+                Row("access size", self.access_bytes, "B"),
+                Row("footprint", self.footprint_bytes, "B"))
 
 
 # -- generators ---------------------------------------------------------------------------------
@@ -337,12 +341,9 @@ class LineSizeSweep:
         return rows
 
     def __repr__(self) -> str:
-        rows = self._table()
-        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-        text = "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True))
-                         for r in rows)
         return (f"LineSizeSweep({self.trace_name}; {binary_bytes(self.size_bytes)} cache, "
-                f"footprint {binary_bytes(self.footprint_bytes)})\n{text}")
+                f"footprint {binary_bytes(self.footprint_bytes)})\n"
+                + text_table(None, self._table(), align="right"))
 
     def _repr_html_(self) -> str:
         rows = self._table()

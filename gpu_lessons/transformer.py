@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from ._format import html_table
+from ._format import Readout, Row, html_table
 from ._format import percent as _pct
 from ._format import si as _si
 
@@ -258,8 +258,8 @@ def transformer_flops(batch, seq_len, d_model, n_layers, d_ff, vocab_size, n_hea
 
 # -- parameters ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ParameterCount:
+@dataclass(frozen=True, repr=False)
+class ParameterCount(Readout):
     """Parameters of a pre-LN GPT, split the way scaling-law papers need them.
 
     ``non_embedding`` (Kaplan et al. 2020's N; PaLM App. B's N) excludes the token and
@@ -291,19 +291,16 @@ class ParameterCount:
     def matmul_weights(self) -> int:
         return self.layer_weights + self.lm_head
 
-    def __repr__(self) -> str:
-        return (f"ParameterCount(total={self.total:,}, non_embedding={self.non_embedding:,}, "
-                f"embedding={self.embedding:,}, lm_head={self.lm_head:,})")
+    def readout_title(self) -> str:
+        return "Parameters"
 
-    def _repr_html_(self) -> str:
-        rows = [("layer weights (GEMMs)", self.layer_weights),
-                ("layer biases", self.layer_biases), ("norms", self.norms),
-                ("<b>non-embedding N</b>", self.non_embedding),
-                ("token embedding", self.token_embedding),
-                ("position embedding", self.position_embedding),
-                ("LM head (untied)", self.lm_head), ("<b>total</b>", self.total)]
-        return html_table("Parameters", ("part", "count"),
-                          ((k, f"{v:,} ({_si(v, '', 4).strip()})") for k, v in rows), escape=False)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("layer weights (GEMMs)", self.layer_weights),
+                Row("layer biases", self.layer_biases), Row("norms", self.norms),
+                Row("non-embedding N", self.non_embedding),
+                Row("token embedding", self.token_embedding),
+                Row("position embedding", self.position_embedding),
+                Row("LM head (untied)", self.lm_head), Row("total", self.total))
 
 
 def parameter_count(*, d_model, n_layers, d_ff, vocab_size, n_heads=None, gated_mlp=False,

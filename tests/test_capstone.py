@@ -449,15 +449,12 @@ def test_gemm_story_on_another_gpu_has_no_measurements():
 # -- representations and bad input -----------------------------------------------------------------
 
 def test_reprs_carry_units():
-    assert "µs" in repr(mystery("aos_field"))
     text = repr(evidence("transpose_tiled"))
     assert "FLOP/byte" in text and "GB/s" in text and "wavefronts" in text
     assert "TFLOP/s" in repr(gemm_story())
     assert "<table>" in answer_key()._repr_html_()
-    assert "model-derived" in mystery("kernel_chain")._repr_html_()
     assert "after the fix" in repr(diagnose("fir_filter"))
-    assert "1,474 cycles per round" in repr(latency_prediction("fir_filter"))
-    assert "<table>" in latency_prediction("fir_filter")._repr_html_()
+    assert round(latency_prediction("fir_filter").round_cycles) == 1474
     assert "<table>" in diagnose("sgemm")._repr_html_()
     assert "<table>" in evidence("sgemm")._repr_html_()
 

@@ -174,13 +174,6 @@ def test_bad_input():
         pipe_rates("6.1")
 
 
-def test_reprs():
-    th = evidence("fir_filter").sm
-    assert "%" in repr(th) and "instruction issue" in repr(th)
-    assert th._repr_html_().startswith("<table><caption>SM throughput")
-    assert "busy" in th._repr_html_()
-
-
 def test_a_kernel_without_a_mix_falls_back_to_the_flop_fraction():
     # the lower bound: each FP32 instruction does at most 2 FLOPs, so FLOP/s over the peak
     # can only understate how busy the FP32 pipe is

@@ -24,6 +24,7 @@ from gpu_lessons._format import (
     percent,
     ratio,
     si,
+    text_table,
 )
 
 
@@ -126,6 +127,14 @@ def test_html_table_escapes_unless_told_not_to():
     # no header: caption and rows only
     assert html_table("t", None, [("k", "v")]) == \
         "<table><caption>t</caption><tr><td>k</td><td>v</td></tr></table>"
+
+
+def test_text_table_pads_each_column_to_its_widest_cell():
+    # "mode" and "graph" are 4 and 5 wide; the last column carries no trailing blanks
+    assert text_table(("mode", "step"), [("graph", "1 µs"), ("sync", "12 µs")]) == (
+        "mode   step\ngraph  1 µs\nsync   12 µs")
+    assert text_table(None, [("a", 1), ("bbb", 22)], align="right") == "  a   1\nbbb  22"
+    assert text_table(None, []) == ""
 
 
 @given(st.lists(st.lists(st.text(max_size=8), min_size=1, max_size=4), max_size=5))

@@ -72,7 +72,6 @@ def test_predict_records_and_reveal_compares(capsys):
     assert "Recorded your guess" in capsys.readouterr().out
     r = P.reveal("00.tensor_vs_fp32")
     assert r.guess == 4.0 and "1/3.7" in r.verdict
-    assert "your guess" in repr(r) and "<table>" in r._repr_html_()
 
 
 def test_close_guess_and_right_choice():

@@ -11,22 +11,123 @@ import html
 import importlib
 import pkgutil
 
+import numpy as np
 import pytest
 
 import gpu_lessons
+from gpu_lessons import (
+    allocator,
+    cache,
+    capstone,
+    latency,
+    mfu,
+    occupancy,
+    overlap,
+    predict,
+    roofline,
+    system,
+    traces,
+    transformer,
+)
 from gpu_lessons._format import Readout, Row, quantity
-from gpu_lessons.memory import global_load
-from gpu_lessons.overlap_record import AllReducePoint, OverlapPoint
+from gpu_lessons.costs import KernelCost
+from gpu_lessons.hardware import GPU
+from gpu_lessons.memory import constant_load, global_load, shared_load
+from gpu_lessons.overlap_record import AllReducePoint, Contention, OverlapPoint
 
 MiB = 2**20
+_FP32 = roofline.Roof("fp32", "FP32", "compute", 10e12)
+_DRAM = roofline.Roof("dram", "DRAM", "memory", 1e12)
 
 #: (instance, title, rows as (label, value, unit), by hand)
 EXAMPLES = [
+    # 8,192 MiB with 7,900 MiB allocated: 292 MiB free in total, 192 MiB never reserved
+    (allocator.OOM(17, 17, 500 * MiB, 512 * MiB, 8192 * MiB, 8000 * MiB, 7900 * MiB, 2 * MiB),
+     "Out of memory at event 17",
+     [("id", "17", ""), ("requested", 500 * MiB, "B"), ("needs", 512 * MiB, "B"),
+      ("free in total", 292 * MiB, "B"), ("largest free block", 2 * MiB, "B"),
+      ("unreserved", 192 * MiB, "B")]),
+    # the peak reserved (8 MiB) is at event 1: 3 MiB used (3/8), 5 MiB unused, 4 MiB cached free
+    # of which the largest block is 2 MiB (fragmentation 1 − 2/4); waste allocated − used = 1 MiB
+    (allocator.AllocatorRun("best_fit", None, {}, np.array([1, 3]) * MiB, np.array([2, 4]) * MiB,
+                            np.array([2, 8]) * MiB, np.array([0, 2]) * MiB, None, (), {}, {}, (), ()),
+     "best_fit allocator",
+     [("events", 2, ""), ("capacity", "unlimited", "B"), ("peak used", 3 * MiB, "B"),
+      ("peak allocated", 4 * MiB, "B"), ("peak reserved", 8 * MiB, "B"),
+      ("peak used/reserved", 3 / 8, "%"), ("peak internal waste", MiB, "B"),
+      ("unused at peak reserved", 5 * MiB, "B"), ("fragmentation then", 0.5, "%"),
+      ("failed", 0, ""), ("first OOM", "none", "")]),
+    # 2,048 accesses with 64 misses: 1,984 / 2,048 = 96.9 % hits, 64 lines of 128 B = 8 KiB filled
+    (cache.CacheStats("L1", 2048, 2048, 1984, 64, 16, 2, 8192, 8192, 512, 1, 3), "L1",
+     [("accesses", 2048, ""), ("stores", 16, ""), ("hits", 1984, ""), ("misses", 64, ""),
+      ("misses on stores", 2, ""), ("hit rate", 1984 / 2048, "%"),
+      ("bytes from next level", 8192, "B"), ("bytes to next level", 512, "B"),
+      ("write-backs", 1, ""), ("evictions", 3, "")]),
+    # 132 SMs × 128 FP32 lanes = 16,896 cores
+    (GPU("Test GPU", "9.0", "HBM3", 132, 128, 80.0, 3350.0, 50 * MiB, {"fp32": 66.9}), "Test GPU",
+     [("compute capability", "9.0", ""), ("SMs", 132, ""), ("FP32 cores", 16896, ""),
+      ("memory", "80 GB HBM3", ""), ("bandwidth", 3.35e12, "B/s"), ("L2", 50 * MiB, "B"),
+      ("peak fp32 (dense)", 66.9e12, "FLOP/s")]),
+    # 2 ALU instructions per load, 400 cycles: n* = (3 - 1 + 400) / 3 = 134 warps
+    (latency.curve(16, alu_per_load=2, latency=400), "Latency hiding, one scheduler",
+     [("warps", "1 to 16", ""), ("ALU instructions per load", 2, ""), ("ILP", 1, ""),
+      ("latency (cycles)", 400, ""), ("saturates at (warps)", 134, "")]),
+    (latency.SchedulerRun(8, 2, 1, 40, "gto", 0.5, 0.25, 0.571, 1000, np.zeros(0), np.zeros(0)),
+     "One scheduler, simulated (gto)",
+     [("warps", 8, ""), ("ALU instructions per load", 2, ""), ("ILP", 1, ""),
+      ("latency (cycles)", 40, ""), ("issue rate (instructions/cycle)", 0.5, ""),
+      ("closed form (instructions/cycle)", 0.571, ""), ("loads per cycle", 0.25, "")]),
+    (latency.SMThroughput(32, 0.5, 0.125, 16.0, "latency"), "One SM",
+     [("warps", 32, ""), ("issue rate (instructions/cycle)", 0.5, ""), ("loads per cycle", 0.125, ""),
+      ("bytes per cycle", 16, ""), ("limited by", "latency", "")]),
+    # H100: 3.35 TB/s × 600 ns = 2.01 MB in flight, / 132 SMs = 15,227 B, / 4 B = 3,807 threads
+    # = 119 warps per SM against 64: 2 loads in flight per thread; 600 ns × 1.98 GHz = 1,188 cycles
+    (latency.littles_law("H100", latency_ns=600), "Little's law: H100 SXM5",
+     [("bandwidth", 3.35e12, "B/s"), ("latency", 600e-9, "s"), ("latency (cycles)", 1188, ""),
+      ("bytes in flight", 2.01e6, "B"), ("per SM", 2.01e6 / 132, "B"), ("per thread", 4, "B"),
+      ("threads per SM", 2.01e6 / 132 / 4, ""), ("warps per SM needed", 2.01e6 / 132 / 128, ""),
+      ("warps per SM at most", 64, ""), ("loads in flight per thread", 2, "")]),
+    (latency.ConfigResult(latency.Config("x", 256, 32, ilp=4), 64, 1.0, 256, 1.5e12, 0.5, "latency"),
+     "Configuration x",
+     [("threads per block", 256, ""), ("registers per thread", 32, ""), ("warps per SM", 64, ""),
+      ("occupancy", 1.0, "%"), ("ILP", 4, ""), ("loads in flight per SM", 256, ""),
+      ("predicted bandwidth", 1.5e12, "B/s"), ("of peak", 0.5, "%"),
+      ("limited by", "latency", "")]),
     # 32 lanes reading 4 bytes each from byte 4 on: 128 B requested over 5 sectors (160 B)
     (global_load([4 + 4 * i for i in range(32)]), "Global load, one warp",
      [("active lanes", "32 of 32", ""), ("access size per thread", 4, "B"), ("requests", 1, ""),
       ("sectors (32 B)", 5, ""), ("lines (128 B)", 2, ""), ("requested", 128, "B"),
       ("moved", 160, "B"), ("efficiency", 0.8, "%")]),
+    # 32 lanes 128 B apart: every word in bank 0, 32 wavefronts where 1 would do
+    (shared_load([128 * i for i in range(32)]), "Shared-memory load, one warp",
+     [("active lanes", "32 of 32", ""), ("access size per thread", 4, "B"), ("phases", 1, ""),
+      ("wavefronts", 32, ""), ("ideal wavefronts", 1, ""), ("bank conflicts", 31, ""),
+      ("worst conflict", "32-way", "")]),
+    # two addresses, 16 lanes each: two passes
+    (constant_load([0] * 16 + [64] * 16), "Constant-cache load, one warp",
+     [("active lanes", "32 of 32", ""), ("access size per thread", 4, "B"),
+      ("distinct addresses", 2, ""), ("passes", 2, "")]),
+    # 8 × 989.4 TFLOP/s = 7,915.2 TFLOP/s; 2 PFLOP/s achieved: 250 TFLOP/s per GPU, MFU 25.3 %
+    (mfu.Utilization("H100", "bf16", "fp32", 8, 989.4e12, 2e15, 2e15, 2000.0), "MFU",
+     [("GPUs", "8 × H100", ""), ("precision", "bf16 dense, FP32 accumulate", ""),
+      ("peak per GPU", 989.4e12, "FLOP/s"), ("peak of all GPUs", 7915.2e12, "FLOP/s"),
+      ("throughput (tokens/s)", 2000, ""), ("model FLOP/s achieved", 2e15, "FLOP/s"),
+      ("per GPU", 2.5e14, "FLOP/s"), ("MFU", 2e15 / 7915.2e12, "%"),
+      ("hardware FLOP/s (with recomputation)", 2e15, "FLOP/s"), ("HFU", 2e15 / 7915.2e12, "%")]),
+    (mfu.ReferenceRun("PaLM 540B", "6144 TPU v4", 0.462, None, "paper"), "PaLM 540B on 6144 TPU v4",
+     [("MFU", 0.462, "%")]),
+    (occupancy.Curve("registers_per_thread", np.array([32, 64, 128]), np.zeros(3), np.zeros(3),
+                     np.array([1.0, 0.5, 0.25]), np.zeros(3), "9.0", {"threads_per_block": 256}),
+     "Occupancy against registers_per_thread on CC 9.0",
+     [("threads_per_block", 256, ""), ("registers_per_thread", "32 to 128, 3 points", ""),
+      ("highest occupancy", 1.0, "%"), ("at registers_per_thread", 32, "")]),
+    # residuals inside 1-256 MiB: 2 % and -5 % (the 30 % at 512 MiB lies outside the fit)
+    (overlap.AllReduceFit(2, 10.0, 200e9, (MiB, 256 * MiB),
+                          ((MiB, 0.02), (256 * MiB, -0.05), (512 * MiB, 0.3))),
+     "Ring all-reduce fitted on 2 GPUs",
+     [("α per ring step", 10e-6, "s"), ("bus bandwidth B", 200e9, "B/s"),
+      ("smallest size fitted", MiB, "B"), ("largest size fitted", 256 * MiB, "B"),
+      ("worst error there", 0.05, "%")]),
     # 64 MiB in 1,000 µs on 4 GPUs: algbw = 67.108864 GB/s, busbw = algbw × 2·3/4
     (AllReducePoint(64 * MiB, 4, 1000.0), "All-reduce of 64 MiB on 4 GPUs",
      [("time", 1e-3, "s"), ("algbw", 67.108864e9, "B/s"), ("busbw", 67.108864e9 * 1.5, "B/s")]),
@@ -34,6 +135,98 @@ EXAMPLES = [
     (OverlapPoint(32 * MiB, ((0, 1), (2,)), 9000.0, 8500.0, 8000.0), "Buckets of 32 MiB",
      [("buckets", 2, ""), ("step", 9e-3, "s"), ("exposed", 1e-3, "s"),
       ("compute slowed", 0.5e-3, "s"), ("tail", 0.5e-3, "s")]),
+    # compute 1,600 -> 1,800 µs: +12.5 %, f = 1 - 1600/1800 = 1/9; all-reduce 400 -> 450 µs: +12.5 %
+    (Contention(64 * MiB, 6, 1600.0, 1800.0, 400.0, 450.0), "Contention beside 6 all-reduces of 64 MiB",
+     [("compute alone", 1.6e-3, "s"), ("compute beside them", 1.8e-3, "s"),
+      ("compute slowed by", 0.125, "%"), ("comm_sm_fraction", 1 / 9, ""),
+      ("all-reduce alone", 400e-6, "s"), ("all-reduce beside compute", 450e-6, "s"),
+      ("all-reduce slowed by", 0.125, "%")]),
+    # 4 against 14.8: a quarter of it and a bit, 1/3.7
+    (predict.Reveal("00.x", "How many times faster?", 4.0, 14.8, "×", "peak over peak"),
+     "Prediction 00.x",
+     [("question", "How many times faster?", ""), ("your guess", "4×", ""),
+      ("the model", "14.8×", ""), ("verdict", "your guess is 1/3.7 of the model's answer", ""),
+      ("how", "peak over peak", "")]),
+    (roofline.Roof("fp32", "FP32", "compute", 67e12), "Roof", [("FP32", 67e12, "FLOP/s")]),
+    # π = 10 TFLOP/s, β = 1 TB/s: ridge 10 FLOP/byte; at 2 FLOP/byte 5× below it, 2 TFLOP/s = 20 %
+    (roofline.Roofline(10e12, 1e12).classify(2.0), "Memory-bound",
+     [("intensity", 2, "FLOP/byte"), ("ridge point", 10, "FLOP/byte"),
+      ("factor below the ridge", 5, ""), ("attainable", 2e12, "FLOP/s"), ("of peak", 0.2, "%")]),
+    # 1 MFLOP and 1 MB: memory 1 µs, compute 0.1 µs; 1 TFLOP/s = 10 % of peak
+    (roofline.Roofline(10e12, 1e12).time(1e6, 1e6, name="axpy"), "Roofline time: axpy, memory-bound",
+     [("time", 1e-6, "s"), ("memory time", 1e-6, "s"),
+      ("compute time", 1e-7, "s"), ("attainable", 1e12, "FLOP/s"), ("of peak", 0.1, "%")]),
+    # the same kernel measured at 2 µs: 0.5 TFLOP/s (5 %), 0.5 TB/s (50 %), half the roofline
+    (roofline.Roofline(10e12, 1e12).achieved(1e6, 1e6, 2e-6, name="axpy"), "Achieved: axpy",
+     [("time", 2e-6, "s"), ("compute", 5e11, "FLOP/s"), ("of peak", 0.05, "%"),
+      ("memory", 5e11, "B/s"), ("of bandwidth", 0.5, "%"), ("of the roofline", 0.5, "%")]),
+    (roofline.Roofline(10e12, 1e12), "custom roofline",
+     [("compute", 10e12, "FLOP/s"), ("memory", 1e12, "B/s"), ("ridge point π/β", 10, "FLOP/byte")]),
+    (roofline.RooflineCurves("G", np.ones(1), (_FP32, _DRAM),
+                             (roofline.RoofCurve(_FP32, _DRAM, 10.0, np.ones(1)),)), "G roofs",
+     [("FP32", 10e12, "FLOP/s"), ("DRAM", 1e12, "B/s"), ("ridge FP32 / DRAM", 10, "FLOP/byte")]),
+    # 100 kernels of 5 µs in 610 µs: 6.1 µs per kernel, GPU busy 500 / 610
+    (system.LaunchRun("async", 100, 5.0, 6.0, 10.0, 2.0, 1.0, True, 610.0, ()), "Launches (async)",
+     [("kernels", 100, ""), ("kernel", 5e-6, "s"), ("launch", 6e-6, "s"), ("step", 610e-6, "s"),
+      ("per kernel", 6.1e-6, "s"), ("GPU busy", 500 / 610, "%")]),
+    # a kernel lasts 1 + 0.5·b µs, as long as a 6 µs launch at b = 10
+    (system.BatchSweep("async", 1, 1.0, 0.5, 6.0, np.array([1, 64]), np.zeros(2), np.zeros(2),
+                       np.array([0.25, 0.8]), np.zeros(2)), "Batch sweep (async)",
+     [("kernels", 1, ""), ("fixed time per kernel", 1e-6, "s"), ("time per item", 0.5e-6, "s"),
+      ("batch", "1 to 64", ""), ("GPU busy at the smallest batch", 0.25, "%"),
+      ("GPU busy at the largest batch", 0.8, "%"), ("kernel = launch at batch", 10, "")]),
+    # 1 MiB at 50 GB/s is 20.97 µs, + 10 µs latency: 1 MiB / 30.97 µs effective
+    (system.CopyTime(MiB, "pinned", "h2d", 50e9, 10.0, 10 + MiB / 50e9 * 1e6),
+     "Copy host→device, pinned memory",
+     [("size", MiB, "B"), ("time", 10e-6 + MiB / 50e9, "s"), ("bandwidth", 50e9, "B/s"),
+      ("latency", 10e-6, "s"), ("effective bandwidth", MiB / (10e-6 + MiB / 50e9), "B/s")]),
+    # 13 ms = 12 compute + 0.5 slowed + 0.5 exposed; 2 ms of communication, 1.5 hidden = 75 %
+    (system.StepRun(4, 8, 450e9, True, 0.1, (None, None), 12.0, 12.5, 2.0, 13.0, ()),
+     "Training step: 4 layers, 8 GPUs, overlap on",
+     [("link", 450e9, "B/s"), ("step", 13e-3, "s"), ("compute alone", 12e-3, "s"),
+      ("compute slowed by SM sharing", 0.5e-3, "s"), ("exposed communication", 0.5e-3, "s"),
+      ("communication (all buckets)", 2e-3, "s"), ("hidden behind compute", 1.5e-3, "s"),
+      ("hidden", 0.75, "%"), ("buckets", 2, "")]),
+    # bytes 0-3, 4-7 and 8-11 touched (4 read twice): a 12 B footprint
+    (traces.Trace("t", np.array([0, 4, 8, 4]), np.array([False, False, True, False]), 4), "Trace t",
+     [("accesses", 4, ""), ("stores", 1, ""), ("access size", 4, "B"), ("footprint", 12, "B")]),
+    # non-embedding 100 + 10 + 4 = 114; total 114 + 50 + 8 + 50 = 222
+    (transformer.ParameterCount(100, 10, 4, 50, 8, 50), "Parameters",
+     [("layer weights (GEMMs)", 100, ""), ("layer biases", 10, ""), ("norms", 4, ""),
+      ("non-embedding N", 114, ""), ("token embedding", 50, ""), ("position embedding", 8, ""),
+      ("LM head (untied)", 50, ""), ("total", 222, "")]),
+    # 2 GFLOP over 8 GB: 0.25 FLOP/byte; 2 GFLOP in 0.5 s = 4 GFLOP/s
+    (capstone.Step("naive", "one thread per output", KernelCost("k", 2e9, 8e9), "fp32", 0.5,
+                   "memory-bound", 13.9, 67e12, 0.6), "Step naive",
+     [("intensity", 0.25, "FLOP/byte"), ("ridge (fp32)", 13.9, "FLOP/byte"),
+      ("bound", "memory-bound", ""), ("predicted time", 0.5, "s"), ("predicted rate", 4e9, "FLOP/s"),
+      ("measured", 0.6, "s")]),
+    # 8 warps per SM in one block: 2 per scheduler; a round is 2 × (144 − 1) + 1,188 = 1,474 cycles
+    # (bunched, one block); 1.48 ms against 1.5 ms measured is 1/75 short
+    (capstone.LatencyPrediction("fir", "G", 1056, 8, 1, 144.0, 600.0, 1188.0, 1.98e9, 132,
+                                1.33e-3, 1.48e-3, 1.5e-3, True), "Latency model: fir on G",
+     [("warps per SM", 8, ""), ("blocks per SM", 1, ""), ("warps per scheduler", 2, ""),
+      ("instructions per warp (one load)", 144, ""), ("latency", 600e-9, "s"),
+      ("latency (cycles)", 1188, ""), ("cycles per round (n·(I − 1) + L)", 1474, ""),
+      ("bunched", 1.48e-3, "s"), ("staggered", 1.33e-3, "s"), ("time per run", 1.5e-3, "s"),
+      ("time per run is", "measured", ""), ("model used", "bunched", ""),
+      ("model error", -1 / 75, "%")]),
+    (capstone.MysteryKernel("k", "A kernel", "", "H200", "fp32", "1 Mi floats",
+                            KernelCost("k", 2**20, 8 * MiB), 5e-6, False, "a model",
+                            capstone.Launch(4096, 256, 32, 1024),
+                            instructions=capstone.InstructionMix({"fp32": 64.0}, source="SASS"),
+                            launches=2), "A kernel",
+     [("GPU", "H200", ""), ("sizes", "1 Mi floats", ""), ("work", 2**20, "FLOP"),
+      ("bytes (each operand once)", 8 * MiB, "B"), ("time per run", 5e-6, "s"),
+      ("time per run is", "model-derived", ""), ("time source", "a model", ""),
+      ("blocks", 4096, ""), ("threads per block", 256, ""), ("registers per thread", 32, ""),
+      ("shared memory per block", 1024, "B"), ("warp instructions", 64, ""),
+      ("instruction counts", "SASS", ""), ("launches per run", 2, "")]),
+    (capstone.SMThroughput("G", 1e-3, 1e9, (("fp32", 0.5), ("issue", 0.75))),
+     "SM throughput on G (cycles needed / cycles taken)",
+     [("busiest", "instruction issue", ""), ("instruction issue", 0.75, "%"),
+      (capstone.pipes.LABELS["fp32"], 0.5, "%")]),
+    # -- measure, kernels, puzzles, grading, questions
 ]
 
 

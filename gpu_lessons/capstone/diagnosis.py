@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from .. import _validate, latency, memory
 from .. import hardware as _hw
-from .._format import duration, html_table, si
+from .._format import duration, html_table, si, text_table
 from .._format import percent as _pct
 from .._format import ratio as _ratio
 from ..occupancy import Occupancy, occupancy
@@ -443,10 +443,7 @@ class AnswerKey:
                    d.verdict, d.limiter, after)
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-                         for r in rows)
+        return text_table(self._HEAD, self._rows())
 
     def _repr_html_(self) -> str:
         return html_table("Mystery kernels: the answers", self._HEAD, self._rows())

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 from .. import _validate, costs
 from .. import hardware as _hw
-from .._format import duration, html_table, si
+from .._format import Readout, Row, duration, html_table, si, text_table
 from .._format import ratio as _ratio
 from ..costs import KernelCost
 from ..roofline import Roofline
 from .measured import H200_MEASURED
 
 
-@dataclass(frozen=True)
-class Step:
+@dataclass(frozen=True, repr=False)
+class Step(Readout):
     """One version of the kernel: its cost model, its roofline and the predicted time."""
 
     name: str
@@ -34,11 +34,15 @@ class Step:
     def flops_per_s(self) -> float:
         return self.cost.flops / self.seconds
 
-    def __repr__(self) -> str:
-        m = (f"; measured {duration(self.measured_seconds)}" if self.measured_seconds else "")
-        return (f"Step({self.name}: {_ratio(self.cost.intensity)} FLOP/byte vs ridge "
-                f"{_ratio(self.ridge_point)} ({self.precision}) → {self.bound}, "
-                f"{duration(self.seconds)} = {si(self.flops_per_s, 'FLOP/s')}{m})")
+    def readout_title(self) -> str:
+        return f"Step {self.name}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        measured = (Row("measured", self.measured_seconds, "s"),) if self.measured_seconds else ()
+        return (Row("intensity", self.cost.intensity, "FLOP/byte"),
+                Row(f"ridge ({self.precision})", self.ridge_point, "FLOP/byte"),
+                Row("bound", self.bound), Row("predicted time", self.seconds, "s"),
+                Row("predicted rate", self.flops_per_s, "FLOP/s"), *measured)
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,8 @@ class Story:
             prev = s.seconds
 
     def __repr__(self) -> str:
-        rows = [self._HEAD, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
-        lines = [f"GEMM {self.n}³ on {self.gpu}, DRAM-only traffic model (no L2 reuse):"]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-        return "\n".join(lines)
+        return (f"GEMM {self.n}³ on {self.gpu}, DRAM-only traffic model (no L2 reuse):\n"
+                + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         return html_table(f"GEMM {self.n}³ on {self.gpu}: predicted by the roofline with "

@@ -4,11 +4,10 @@ mix).  No verdict here: :mod:`gpu_lessons.capstone.diagnosis` draws it."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from .. import _validate
-from .._format import duration, html_table, si
+from .._format import Readout, Row
 from ..costs import KernelCost
 from .pipes import InstructionMix
 
@@ -50,8 +49,8 @@ class Launch:
     bytes_in_flight_per_thread: int = 4
 
 
-@dataclass(frozen=True)
-class MysteryKernel:
+@dataclass(frozen=True, repr=False)
+class MysteryKernel(Readout):
     """A kernel to diagnose: code, sizes, GPU and time per run, with the time's source.
 
     ``cost``: FLOPs and the bytes the algorithm must move (each operand once, as
@@ -84,27 +83,24 @@ class MysteryKernel:
     fix: str = ""
     after: MysteryKernel | None = None
 
-    def __repr__(self) -> str:
-        kind = "measured" if self.measured else "model-derived"
-        return (f"MysteryKernel({self.key!r}: {self.title}; {self.sizes} on {self.gpu}: "
-                f"{duration(self.seconds)} ({kind}))")
+    def readout_title(self) -> str:
+        return self.title
 
-    def _repr_html_(self) -> str:
-        kind = "measured" if self.measured else "<b>model-derived</b>"
-        rows = [("GPU", html.escape(self.gpu)), ("sizes", html.escape(self.sizes)),
-                ("work", f"{si(self.cost.flops, 'FLOP')}, {si(self.cost.bytes, 'B')} "
-                         "(each operand once)"),
-                ("time per run", f"{duration(self.seconds)} ({kind})"),
-                ("time source", html.escape(self.time_source))]
+    def readout_rows(self) -> tuple[Row, ...]:
+        # the code is not repeated here: a lesson shows it in the text (``.code`` holds it)
+        rows = [Row("GPU", self.gpu), Row("sizes", self.sizes), Row("work", self.cost.flops, "FLOP"),
+                Row("bytes (each operand once)", self.cost.bytes, "B"),
+                Row("time per run", self.seconds, "s"),
+                Row("time per run is", "measured" if self.measured else "model-derived"),
+                Row("time source", self.time_source)]
         if self.launch is not None:
             ln = self.launch
-            rows.append(("launch", f"{ln.blocks:,} blocks × {ln.threads_per_block} threads, "
-                                   f"{ln.registers_per_thread} registers/thread, "
-                                   f"{ln.shared_mem_per_block:,} B shared/block"))
+            rows += [Row("blocks", ln.blocks), Row("threads per block", ln.threads_per_block),
+                     Row("registers per thread", ln.registers_per_thread),
+                     Row("shared memory per block", ln.shared_mem_per_block, "B")]
         if self.instructions is not None:
-            rows.append(("instructions", f"{self.instructions.total:,.0f} warp instructions "
-                                         f"({html.escape(self.instructions.source)})"))
+            rows += [Row("warp instructions", round(self.instructions.total)),
+                     Row("instruction counts", self.instructions.source)]
         if self.launches > 1:
-            rows.append(("launches per run", f"{self.launches}"))
-        # the code is not repeated here: a lesson shows it in the text (``.code`` holds it)
-        return html_table(html.escape(self.title), None, rows, escape=False)
+            rows.append(Row("launches per run", self.launches))
+        return tuple(rows)

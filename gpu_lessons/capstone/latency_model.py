@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from .. import _validate, latency
 from .. import hardware as _hw
-from .._format import duration, html_table, percent
+from .._format import Readout, Row
 from ..occupancy import occupancy
 from .kernel import MysteryKernel
 
@@ -50,8 +50,8 @@ from .kernel import MysteryKernel
 SCHEDULERS = latency.SCHEDULERS_PER_SM
 
 
-@dataclass(frozen=True)
-class LatencyPrediction:
+@dataclass(frozen=True, repr=False)
+class LatencyPrediction(Readout):
     """The rounds model's time for one kernel, both bounds, against its time per run.
 
     ``instructions``: per warp (``I``); ``warps_per_sm``: resident (occupancy calculator);
@@ -99,29 +99,22 @@ class LatencyPrediction:
         """(prediction − time per run) / time per run."""
         return self.seconds / self.kernel_seconds - 1
 
-    def rows(self) -> list[tuple[str, str]]:
-        n = self.warps_per_scheduler
-        kind = "measured" if self.kernel_measured else "model-derived"
-        return [
-            ("warps", f"{self.warps_per_sm} per SM ({self.blocks_per_sm} block"
-                      f"{'s' if self.blocks_per_sm != 1 else ''}), {n:g} per scheduler"),
-            ("work per warp", f"{self.instructions:,.0f} instructions, one load"),
-            ("latency", f"{self.latency_ns:g} ns = {self.latency_cycles:,.0f} cycles"),
-            ("bunched", f"{n:g} × ({self.instructions:,.0f} − 1) + {self.latency_cycles:,.0f} = "
-                        f"{self.round_cycles:,.0f} cycles per round → "
-                        f"{duration(self.bunched_seconds)}"),
-            ("staggered", duration(self.staggered_seconds)),
-            ("time per run", f"{duration(self.kernel_seconds)} ({kind}); the model "
-                             f"({'bunched' if self.bunched else 'staggered'}) is "
-                             f"{percent(self.error, signed=True)} off"),
-        ]
+    def readout_title(self) -> str:
+        return f"Latency model: {self.key} on {self.gpu}"
 
-    def __repr__(self) -> str:
-        return (f"LatencyPrediction({self.key!r} on {self.gpu}: "
-                + "; ".join(f"{k} {v}" for k, v in self.rows()) + ")")
-
-    def _repr_html_(self) -> str:
-        return html_table(f"Latency model: {self.key}", None, self.rows())
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("warps per SM", self.warps_per_sm), Row("blocks per SM", self.blocks_per_sm),
+                Row("warps per scheduler", self.warps_per_scheduler),
+                Row("instructions per warp (one load)", self.instructions),
+                Row("latency", self.latency_ns * 1e-9, "s"),
+                Row("latency (cycles)", self.latency_cycles),
+                Row("cycles per round (n·(I − 1) + L)", self.round_cycles),
+                Row("bunched", self.bunched_seconds, "s"),
+                Row("staggered", self.staggered_seconds, "s"),
+                Row("time per run", self.kernel_seconds, "s"),
+                Row("time per run is", "measured" if self.kernel_measured else "model-derived"),
+                Row("model used", "bunched" if self.bunched else "staggered"),
+                Row("model error", self.error, "%"))
 
 
 def latency_prediction(kernel, *, latency_ns: float = latency.DEFAULT_LATENCY_NS

@@ -55,7 +55,7 @@ from importlib import resources
 
 from .. import _validate
 from .. import hardware as _hw
-from .._format import html_table
+from .._format import Readout, Row
 from .._format import percent as _pct
 
 #: Threads per warp (every NVIDIA GPU so far).
@@ -181,8 +181,8 @@ class InstructionMix:
         return sum(n for _, n in self.counts)
 
 
-@dataclass(frozen=True)
-class SMThroughput:
+@dataclass(frozen=True, repr=False)
+class SMThroughput(Readout):
     """How busy each pipe and the issue slots were: cycles needed / cycles the kernel took.
 
     ``fractions``: ``(unit, fraction)`` for every pipe the mix uses, the tensor cores if it
@@ -212,14 +212,12 @@ class SMThroughput:
         shown = sorted((kv for kv in self.fractions if kv[1] >= 0.01), key=lambda kv: -kv[1])
         return ", ".join(f"{SHORT[u]} {_pct(f)}" for u, f in shown)
 
-    def __repr__(self) -> str:
-        return (f"SMThroughput({self.gpu}: {_pct(self.throughput)}, busiest "
-                f"{LABELS[self.busiest]}; {self.summary()})")
+    def readout_title(self) -> str:
+        return f"SM throughput on {self.gpu} (cycles needed / cycles taken)"
 
-    def _repr_html_(self) -> str:
-        rows = [(LABELS[u], _pct(f)) for u, f in sorted(self.fractions, key=lambda kv: -kv[1])]
-        return html_table(f"SM throughput on {self.gpu}: busiest unit {_pct(self.throughput)}",
-                          ("unit", "busy (cycles needed / cycles taken)"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("busiest", LABELS[self.busiest]),
+                *(Row(LABELS[u], f, "%") for u, f in sorted(self.fractions, key=lambda kv: -kv[1])))
 
 
 def sm_throughput(mix: InstructionMix, gpu, seconds: float, *,

@@ -530,8 +530,6 @@ def test_repr_and_html_explain_the_binding_limit():
     assert "registers: 6 blocks/SM  ← binds" in text
     page = r._repr_html_()
     assert page.count("<tr") == 5 and "◀ binds" in page and "1,280" in page
-    assert "Curve(occupancy vs registers_per_thread" in repr(
-        occupancy_vs_registers(cc="9.0", threads_per_block=256))
 
 
 # -- (6) the CUDA runtime on an H200 -----------------------------------------------------------

@@ -98,7 +98,6 @@ def test_roofs_lists_compute_then_memory():
     kinds = [r.kind for r in rs]
     assert kinds == sorted(kinds)  # "compute" < "memory"
     assert "fp8" not in {r.key for r in rs}  # A100 has no FP8 tensor cores
-    assert "TFLOP/s" in repr(rs[0]) and "GB/s" in repr(rs[-1])
 
 
 # -- the model ---------------------------------------------------------------------------------------
@@ -127,7 +126,6 @@ def test_classify_hand_cases():
     assert high.bound == "compute-bound" and high.margin == pytest.approx(4)
     assert high.fraction_of_peak == 1
     assert r.classify(0).margin == math.inf
-    assert "memory-bound" in repr(low) and "FLOP/byte" in repr(low) and "GFLOP/s" in repr(low)
 
 
 def test_kernel_time_hand_cases():
@@ -144,7 +142,6 @@ def test_kernel_time_hand_cases():
     assert t.fraction_of_peak == 1
     # a register-only loop moves no bytes: time is compute only
     assert r.time(1e9, 0).seconds == pytest.approx(1e-4)
-    assert "µs" in repr(r.time(1e6, 1e6)) and "memory-bound" in repr(r.time(1e6, 1e6))
 
 
 def test_axpy_on_a100_hand_case():
@@ -201,7 +198,6 @@ def test_measured_rates_never_beat_the_roofline():
     copy_run = Roofline.from_gpu("h200").achieved(copy.flops, copy.bytes, copy.bytes / 4.1e12)
     assert copy_run.fraction_of_bandwidth == pytest.approx(4.1 / 4.8)
     assert copy_run.fraction_of_peak == 0
-    assert "GB/s" in repr(copy_run) and "%" in repr(copy_run)
 
 
 # -- properties ----------------------------------------------------------------------------------------
@@ -264,7 +260,6 @@ def test_curves_for_every_roof_pair():
         assert np.all(ln.attainable <= ln.memory.value * xs * (1 + 1e-12))
     with pytest.raises(ValueError):
         xs[0] = 5  # read-only: a view cannot change the model's numbers
-    assert "ridge" in c._repr_html_()
 
 
 def test_curves_selection_and_custom_intensities():
@@ -282,12 +277,9 @@ def test_single_roofline_curve():
     assert ys == pytest.approx([1e10, 1e12 * 10**-0.5, 10e12, 10e12, 10e12])
 
 
-def test_roofline_repr_and_html_carry_units():
+def test_roofline_from_the_catalog_names_its_source():
     r = Roofline.from_gpu("h100", "fp16")
-    assert repr(r) == ("Roofline(H100 SXM5: FP16 tensor 989.4 TFLOP/s, HBM3 (DRAM) 3,350 GB/s, "
-                       "ridge 295 FLOP/byte)")
     assert "whitepaper" in r.source
-    assert "FLOP/byte" in r._repr_html_()
 
 
 # -- bad input -----------------------------------------------------------------------------------------

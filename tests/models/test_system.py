@@ -414,13 +414,8 @@ def test_bad_input_names_the_parameter(call, exc, words):
 
 # -- presentation and speed ------------------------------------------------------------------------
 
-def test_reprs_carry_units():
-    assert "µs" in repr(S.kernel_sequence(10, 2.0))
+def test_launch_comparison_table_carries_units():
     assert "µs" in repr(S.compare_modes(10, 2.0)) and "<table>" in S.compare_modes(
         10, 2.0)._repr_html_()
-    assert "GB/s" in repr(S.copy_time(2**20)) and "MiB" in repr(S.copy_time(2**20))
-    step = S.training_step(1.0, grad_bytes=1e8, n_layers=4, gpus=8, link_bandwidth="nvlink4")
-    assert "ms" in repr(step) and "GB/s" in repr(step) and "<table>" in step._repr_html_()
-    assert "µs" in repr(S.batch_sweep([1, 2], fixed_us=1, per_item_us=1))
 
 

@@ -76,10 +76,39 @@ def main():
               f"{np.mean(e <= 0.25):.0%} within 25 %, worst "
               f"{max(max(ratios), 1 / min(ratios)):.2f}x, "
               f"{sum(abs(np.log(ratios)) >= np.log(2))} off by 2x or more")
+    ladder()
     print("\n| metric | kernels within 15 % of ncu (10 points for occupancy) |\n|---|---|")
     print(f"| launch__registers_per_thread (exact) | {sum(regs)} of {len(regs)} |")
     for m, v in agree.items():
         print(f"| {m} | {sum(v)} of {len(v)} |")
+
+
+def ladder():
+    """The matrix-multiply ladder's rungs at n = 2048 (default build) against their record."""
+    import inspect
+
+    rec = json.loads((ROOT / "gpu_lessons/data/h200_sgemm_ladder.json").read_text())
+    size = next(s for s in rec["sizes"] if s["n"] == 2048)
+    n = size["n"]
+    spec = importlib.util.spec_from_file_location("pk", ROOT / "solutions" / "puzzle_kernels.py")
+    pk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pk)
+    a, c = np.ones(n * n, np.float32), np.zeros(n * n, np.float32)
+    print("\n| ladder rung (n = 2048, default build) | measured | predicted | predicted / measured "
+          "| limiter |\n|---|---|---|---|---|")
+    ratios = []
+    for r in size["rungs"]:
+        kernel = getattr(pk, r["kernel"] + "_kernel")
+        args = ((a, a, c, n) if len(inspect.signature(kernel).parameters) == 5
+                else (a, a, c, n, n, n))
+        pred, _ = _predict(kernel, tuple(r["grid"]), tuple(r["block"]), args, "H200", False,
+                           None, 8, 4.0)
+        ratios.append(pred.seconds / r["seconds"])
+        print(f"| `{r['kernel']}` | {r['seconds'] * 1e6:,.1f} µs | {pred.us:,.1f} µs | "
+              f"{ratios[-1]:.2f} | {pred.limiter} |")
+    e = np.abs(np.array(ratios) - 1)
+    print(f"\nladder: {len(ratios)} rungs, median error {np.median(e):.1%}, "
+          f"{np.mean(e <= 0.25):.0%} within 25 %, worst {max(max(ratios), 1 / min(ratios)):.2f}x")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def test_the_rungs_times_within_the_recorded_errors(ladder):
     ratios = {name: v[0].seconds / v[2] for name, v in ladder.items()}
     within = [n for n, r in ratios.items() if abs(r - 1) <= 0.25]
     assert len(within) >= 7, ratios
-    assert max(max(ratios.values()), 1 / min(ratios.values())) < 1.8, ratios
+    assert max(max(ratios.values()), 1 / min(ratios.values())) < 1.4, ratios
     # the ladder's order: every blocked rung predicted faster than the one-row tile
     assert ladder["sgemm_warptile"][0].seconds < ladder["sgemm_1d_blocktile"][0].seconds
     assert ladder["sgemm_2d_blocktile"][0].seconds < ladder["sgemm_1d_blocktile"][0].seconds

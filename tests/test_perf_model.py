@@ -84,7 +84,7 @@ def _errors(table):
 
 def test_every_constant_is_the_record_s_derivation():
     record = _load("h200_perf_microbench.json")
-    derived = calibration.derive(record, gpu="H200")
+    derived = calibration.derive(record, gpu="H200", atomics=_load("h200_perf_atomics.json"))
     stored = calibration.constants("H200")
     assert stored.measured and "h200_perf_microbench.json" in stored.source
     for key, value in derived.items():
@@ -134,7 +134,7 @@ def test_validation_kernels_within_the_recorded_errors(validation):
 
 def test_puzzle_kernels_within_the_recorded_errors(puzzles):
     _, median, within, worst = _errors(puzzles)
-    assert median <= 0.17, median
+    assert median <= 0.15, median
     assert within >= 0.80, within
     assert worst < 2.7, worst
     # far better than the memory roof the course printed before (a median 4.9x off)
@@ -143,13 +143,17 @@ def test_puzzle_kernels_within_the_recorded_errors(puzzles):
     assert median < roof_err / 10
 
 
-@pytest.mark.xfail(strict=True, reason="the issue's target (80 % within 25 %, none 2x off, "
-                                       "median <= 15 %) is not met yet: "
-                                       "docs/performance_model.md, 'Where it is wrong'")
-def test_the_issue_s_thresholds(validation, puzzles):
-    for table in (validation, puzzles):
-        _, median, within, worst = _errors(table)
-        assert within >= 0.8 and worst < 2 and median <= 0.15
+def test_the_issue_s_thresholds_on_the_validation_kernels(validation):
+    # 80 % within 25 %, none off by 2x or more, a median error of 15 % or less
+    _, median, within, worst = _errors(validation)
+    assert within >= 0.8 and worst < 2 and median <= 0.15
+
+
+@pytest.mark.xfail(strict=True, reason="segmented_sum is 2.7x under: docs/performance_model.md, "
+                                       "'Where it is wrong'")
+def test_the_issue_s_thresholds_on_the_puzzle_kernels(puzzles):
+    _, median, within, worst = _errors(puzzles)
+    assert within >= 0.8 and worst < 2 and median <= 0.15
 
 
 def test_the_puzzle_story_the_measurements_tell(puzzles):
@@ -174,6 +178,29 @@ def test_barriers_keep_on_chip_work_from_hiding_under_the_loads(validation, puzz
         assert abs(puzzles[name][0].us / puzzles[name][2] - 1) <= 0.25, name
     # a kernel with no barrier has no phases
     assert validation["copy"][0].evidence["phases between barriers"][0] is None
+
+
+def test_a_load_waits_as_long_as_the_level_that_serves_it(validation, puzzles):
+    k = calibration.constants("H200")
+    # a copy reads every sector once, from DRAM
+    assert validation["copy"][1]["load_latency"] == pytest.approx(k.dram_latency_s)
+    # the naive product's rows and columns are re-read by every block: nearly all from the L2
+    lat = puzzles["matmul_naive"][1]["load_latency"]
+    assert k.l2_latency_s <= lat < k.l2_latency_s + 0.1 * (k.dram_latency_s - k.l2_latency_s)
+    assert abs(puzzles["matmul_naive"][0].us / puzzles["matmul_naive"][2] - 1) <= 0.25
+
+
+def test_the_l2_serves_hot_lines_in_pairs(validation, puzzles):
+    # tests/data/h200_perf_atomics.json: the same warp requests on 1, 2, ... 128 hot lines
+    units = dict(calibration.constants("H200").atomic_line_units)
+    assert units[1] == 1.0 and units[2] == pytest.approx(1.0, abs=0.1)   # 2 lines, one unit
+    assert units[8] == pytest.approx(units[4], rel=0.1) and units[128] > 8
+    # 16,384 blocks ending with 256 adds to the same eight lines, and 64 bins over two lines:
+    # both queue on the hot lines, within 25 % of the H200
+    for name in ("shared_hist", "atomic_bins"):
+        pred, _, measured, _ = validation[name]
+        assert pred.limiter == "atomics" and abs(pred.us / measured - 1) <= 0.25, name
+    assert abs(puzzles["histogram_shared"][0].us / puzzles["histogram_shared"][2] - 1) <= 0.25
 
 
 def test_the_launch_overhead_does_not_grow_with_the_arguments():

@@ -37,10 +37,13 @@ HEADER = """\
 def main():
     record_path = "tests/data/h200_perf_microbench.json"
     record = json.loads((ROOT / record_path).read_text())
-    values = calibration.derive(record, gpu="H200")
+    atomics = json.loads((ROOT / "tests/data/h200_perf_atomics.json").read_text())
+    values = calibration.derive(record, gpu="H200", atomics=atomics)
     text = HEADER + calibration.toml_table(values, "H200", record_path,
                                            record["runs"][0]["when"],
-                                           "tools/device/perf_calibration.py (both parts)")
+                                           "tools/device/perf_calibration.py (both parts), "
+                                           "tools/device/perf_atomics.py "
+                                           "(tests/data/h200_perf_atomics.json)")
     runs = json.loads((ROOT / "tests/data/h200_perf_validation.json").read_text())
     spec = importlib.util.spec_from_file_location(
         "perf_calibration", ROOT / "tools" / "device" / "perf_calibration.py")

@@ -60,6 +60,7 @@ class Constants:
     shfl_per_s_sm: float = 0.0
     atomic_address_s: float = 0.0  # one lane's update of a global address others update too
     atomic_sectors_per_s: float = 0.0  # chip-wide sector requests of spread-out atomics
+    atomic_line_units: tuple = field(default=())  # ((hot lines, lines served at once), ...)
     shared_atomic_s_sm: float = 0.0
     barrier_s: float = 0.0        # one barrier of an 8-warp block, one block per SM
     block_s: tuple = field(default=())  # ((threads per block, seconds per block per SM), ...)
@@ -92,8 +93,9 @@ def _net(cases, name):
     return cases[name]["seconds"] - cases["launch_256mib"]["seconds"]
 
 
-def derive(record: dict, gpu: str = "H200", sms: int = 132) -> dict:
-    """The constants (a dict of :class:`Constants` fields) from a microbenchmark record."""
+def derive(record: dict, gpu: str = "H200", sms: int = 132, atomics: dict | None = None) -> dict:
+    """The constants (a dict of :class:`Constants` fields) from a microbenchmark record and,
+    where given, the hot-line atomics record (``tools/device/perf_atomics.py``)."""
     c = record["cases"]
     clock = float(record["sm_clock_mhz"]) * 1e6
     out = {"gpu": gpu, "sms": sms, "clock_hz": clock,
@@ -143,7 +145,25 @@ def derive(record: dict, gpu: str = "H200", sms: int = 132) -> dict:
         blocks.append((threads, (many["seconds"] - few["seconds"])
                        / ((many["counts"]["blocks"] - few["counts"]["blocks"]) / sms)))
     out["block_s"] = tuple(blocks)
+    if atomics is not None:
+        out.update(derive_atomics(atomics, c["launch_256mib"]["seconds"]))
     return out
+
+
+def derive_atomics(record: dict, launch_device_s: float) -> dict:
+    """``atomic_line_units`` from the hot-line record: warps adding to ``W`` words, one
+    128-byte line per warp request, the grid's requests spread over ``W / 32`` lines.  How many
+    times faster ``L`` lines take the same requests than one line is how many lines the L2
+    serves at once (on the H200 two neighbouring lines share one unit: 2 lines take as long as
+    1, and 8 as long as 4)."""
+    c = record["cases"]
+
+    def net(name):
+        return c[name]["seconds"] - launch_device_s
+
+    units = sorted((case["counts"]["lines"], net("global_words32") / net(name))
+                   for name, case in c.items() if name.startswith("global_words"))
+    return {"atomic_line_units": tuple(units)}
 
 
 def datasheet(g) -> dict:
@@ -164,7 +184,8 @@ def datasheet(g) -> dict:
             "int_per_s_sm": fp32 / 2, "exp_s_sm": 8 / clock, "div_s_sm": 10 / clock,
             "dependent_op_s": 4 / clock, "shared_wavefronts_per_s_sm": clock,
             "shfl_per_s_sm": clock, "atomic_address_s": 2 / clock,
-            "atomic_sectors_per_s": sms * clock / 4, "shared_atomic_s_sm": 2 / clock,
+            "atomic_sectors_per_s": sms * clock / 4, "atomic_line_units": ((1, 1.0),),
+            "shared_atomic_s_sm": 2 / clock,
             "barrier_s": 40 / clock, "block_s": ((32, 100e-9), (1024, 150e-9)),
             "overlap_p": 1.0}
 
@@ -212,7 +233,11 @@ def main(argv):
     path, key = argv[1], (argv[2] if len(argv) > 2 else "H200")
     with open(path) as f:
         record = json.load(f)
-    values = derive(record, gpu=key)
+    atomics = None
+    if len(argv) > 3:
+        with open(argv[3]) as f:
+            atomics = json.load(f)
+    values = derive(record, gpu=key, atomics=atomics)
     print(toml_table(values, key, path, record["runs"][0]["when"],
                      "tools/device/perf_calibration.py (both parts)"))
 

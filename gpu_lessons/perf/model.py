@@ -121,6 +121,18 @@ def _interp_curve(curve, inflight: float) -> float:
     return float(np.exp(np.interp(np.log(inflight), np.log(xs), np.log(ys))))
 
 
+def _units(curve, lines: int) -> float:
+    """How many of ``lines`` hot lines the L2 serves at once, from the measured curve (at
+    least 1, log-log between its points, flat beyond the last)."""
+    if not curve:
+        return float(lines)
+    xs = [float(x) for x, _ in curve]
+    ys = list(np.maximum.accumulate([float(y) for _, y in curve]))
+    if lines <= xs[0]:
+        return max(1.0, ys[0])
+    return max(1.0, float(np.exp(np.interp(np.log(lines), np.log(xs), np.log(ys)))))
+
+
 def _block_seconds(table, threads: int) -> float:
     ts = [t for t, _ in table]
     vs = [v for _, v in table]
@@ -207,6 +219,7 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
         read += min(ld64, cap64) + min(at32, cap32)
         write += min(st32 + at32, cap32)
         l2_sectors += float(np.mean([f.get("ld32", 0.0) for f in fp])) * n_b
+    load_sectors = l2_sectors
     l2_sectors += (mean(lambda b: b.stats.get("st.global.sectors", 0.0))
                    + mean(lambda b: b.stats.get("atom.global.sectors", 0.0))) * n_b
     cold_read, cold_write = read, write
@@ -259,6 +272,10 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                                  + memory_instr / k.fp32_per_s_sm) * per_sm)
 
     # -- atomics ------------------------------------------------------------------------------
+    # per 128-byte line: the lanes on one address queue one by one, a sector's addresses at
+    # once, its sectors in turn (an instruction whose lanes share one address is aggregated by
+    # the compiler into one lane's); lines hit by several sampled blocks are hit by every
+    # block, and the L2 serves only so many of those hot lines at once
     hot: dict = {}
     seen: dict = {}
     requests = 0.0
@@ -266,19 +283,25 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
         for array, sectors, _, uniform, w, top in b.atomics:
             requests += len(sectors) * w
             for sec, tp in zip(sectors, top, strict=True):
-                key = (array, sec // 4)   # the 128-byte line: one L2 slice serves it
-                hot[key] = hot.get(key, 0.0) + (1 if uniform else tp) * w
+                key = (array, sec // 4)
+                hot[key] = hot.get(key, 0.0) + (1 if uniform else tp) * w * k.atomic_address_s
                 seen.setdefault(key, set()).add(b.linear)
     scale = n_b / s.sampled
-    t_hot = max(((v * scale if len(seen[key]) > 1 else v) * k.atomic_address_s
-                 for key, v in hot.items()), default=0.0)
+    shared_lines = [v * scale for key, v in hot.items() if len(seen[key]) > 1]
+    t_hot = max(max(hot.values(), default=0.0),
+                sum(shared_lines) / _units(k.atomic_line_units, len(shared_lines))
+                if shared_lines else 0.0)
     t_atom_thru = requests * scale / k.atomic_sectors_per_s
     t_shared_atom = (mean(lambda b: sum(w for *_, w in b.shared_atomics)) * per_sm
                      * k.shared_atomic_s_sm)
     t_atomics = max(t_hot, t_atom_thru, t_shared_atom)
 
     # -- latency: one round of resident blocks lasts one warp's dependent chain -------------
-    latency_mem = k.l2_latency_s if in_l2 else k.dram_latency_s
+    # a load waits as long as the level that serves it: the share of the sectors L1 asks of
+    # the L2 that the L2 must fetch from DRAM (the rest hit data another warp brought in)
+    from_dram = (0.0 if in_l2 else min(1.0, cold_read / (load_sectors * 32)) if load_sectors
+                 else 1.0)
+    latency_mem = k.l2_latency_s + from_dram * (k.dram_latency_s - k.l2_latency_s)
     t_block = _block_seconds(k.block_s, threads)
     chain = (batches_w * latency_mem
              + mean(lambda b: b.critical_alu) * k.dependent_op_s
@@ -381,5 +404,6 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                           overhead, evidence, tuple(notes), k.measured, exact)
     internals = {"sample": s, "occupancy": occ, "registers": registers, "cold_read": cold_read,
                  "cold_write": cold_write, "l2_sectors": l2_sectors, "in_l2": in_l2,
-                 "per_sm": per_sm, "resident": resident, "constants": k}
+                 "per_sm": per_sm, "resident": resident, "constants": k,
+                 "load_latency": latency_mem}
     return pred, internals

@@ -6,8 +6,9 @@ readout formats through these helpers, so the course prints one style everywhere
   :func:`bandwidth` (``3,350 GB/s``, ``55.2 GB/s``), decimal prefixes as datasheets use;
 * sizes: :func:`binary_bytes` (``48 KiB``, ``12.5 MiB``) since memory comes in powers of two,
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
-* :func:`si` for any other unit with an SI prefix, :func:`percent` (``46.2 %``, a space before
-  the sign as the SI brochure writes it) and :func:`ratio` for dimensionless numbers;
+* :func:`intensity` for FLOP/byte, :func:`si` for any other unit with an SI prefix,
+  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it) and
+  :func:`ratio` for dimensionless numbers;
 * :func:`html_table` for the small tables notebooks show;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
   ``__repr__``, ``_repr_html_`` and Markdown from them; :func:`quantity` formats one value by
@@ -78,6 +79,12 @@ def bandwidth(bytes_per_s: float) -> str:
     return f"{ratio(bytes_per_s / 1e9)} GB/s"
 
 
+def intensity(flop_per_byte: float) -> str:
+    """Arithmetic intensity, digits as :func:`ratio`: ``0.25 FLOP/byte``, ``2,731 FLOP/byte``
+    (no SI prefix: a roofline's axis reads in FLOP/byte)."""
+    return f"{ratio(flop_per_byte)} FLOP/byte"
+
+
 def memory_size(nbytes: float) -> str:
     """A GPU memory's size: decimal GB from 1 GB up, as vendors quote DRAM capacity
     (``141 GB``), binary prefixes below, for caches, shared memory and register files
@@ -128,7 +135,7 @@ def _plain(value) -> str:
 #: How each unit is written: values in base units (seconds, bytes, bytes/s, FLOP/s, a fraction
 #: for ``"%"``); any other unit gets an SI prefix (:func:`si`), no unit a plain number.
 UNITS = {"s": duration, "B": binary_bytes, "B/s": bandwidth, "FLOP/s": flop_rate,
-         "%": percent, "": _plain}
+         "FLOP/byte": intensity, "%": percent, "": _plain}
 
 
 def quantity(value, unit: str = "") -> str:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._format import bandwidth, html_table
+from .._format import Readout, Row, bandwidth, html_table
 
 SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
 SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
@@ -127,8 +127,8 @@ def _compiled(cp, source: str, name: str, options: tuple[str, ...]):
     return kernel
 
 
-@dataclass(frozen=True)
-class KernelResources:
+@dataclass(frozen=True, repr=False)
+class KernelResources(Readout):
     """What the compiler gave one kernel: registers per thread, local memory per thread and
     static shared memory per block.
 
@@ -147,18 +147,14 @@ class KernelResources:
     local_bytes: int
     static_shared_bytes: int
 
-    def __repr__(self) -> str:
-        opts = f" {' '.join(self.options)}" if self.options else ""
-        return (f"KernelResources({self.name}{opts}: {self.registers_per_thread} registers/thread, "
-                f"{self.local_bytes:,} B local memory/thread (spills, local arrays), "
-                f"{self.static_shared_bytes:,} B static shared memory/block)")
+    def readout_title(self) -> str:
+        return f"{self.name}: compiled resources"
 
-    def _repr_html_(self) -> str:
-        rows = [("compiler options", " ".join(self.options) or "none"),
-                ("registers", f"{self.registers_per_thread} per thread"),
-                ("local memory (spills, local arrays)", f"{self.local_bytes:,} B per thread"),
-                ("static shared memory", f"{self.static_shared_bytes:,} B per block")]
-        return html_table(f"{self.name}: compiled resources", ("", ""), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("compiler options", " ".join(self.options) or "none"),
+                Row("registers per thread", self.registers_per_thread),
+                Row("local memory per thread (spills, local arrays)", self.local_bytes, "B"),
+                Row("static shared memory per block", self.static_shared_bytes, "B"))
 
 
 def _kernel_args(source, name, options) -> tuple[str, str, tuple[str, ...]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, duration, html_table
+from .._format import Readout, Row, bandwidth, binary_bytes, duration, html_table
 from .gpu import DEVICE_ATTRIBUTES, catalog_gpu, compiled, cupy_module, device_name
 from .gpu_occupancy import runtime_blocks_per_sm
 from .timing import FlopRate, Progress, Timing, time_cuda
@@ -179,8 +179,8 @@ def gemm_flops(precision: str = "fp16", n: int = 8192, **kw) -> FlopRate:
 
 # -- any kernel ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class KernelTiming:
+@dataclass(frozen=True, repr=False)
+class KernelTiming(Readout):
     """One kernel's measured time with its launch configuration and resources."""
 
     name: str
@@ -193,20 +193,16 @@ class KernelTiming:
     timing: Timing
     extra: dict = field(default_factory=dict, compare=False)
 
-    def __repr__(self) -> str:
-        return (f"KernelTiming({self.name}: {duration(self.timing.median)} median of "
-                f"{self.timing.repeats}; grid {self.grid}, block {self.block}, "
-                f"{self.registers_per_thread} registers/thread, {self.static_smem} B static + "
-                f"{self.shared_mem} B dynamic shared memory, {self.blocks_per_sm} blocks/SM)")
+    def readout_title(self) -> str:
+        return self.name
 
-    def _repr_html_(self) -> str:
-        rows = [("median time", duration(self.timing.median)),
-                ("runs", self.timing.repeats), ("grid x block", f"{self.grid} x {self.block}"),
-                ("registers / thread", self.registers_per_thread),
-                ("shared memory / block", f"{self.static_smem} B static + {self.shared_mem} B "
-                                          "dynamic"),
-                ("blocks / SM (CUDA runtime)", self.blocks_per_sm)]
-        return html_table(self.name, ("quantity", "value"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("median time", self.timing.median, "s"), Row("runs", self.timing.repeats),
+                Row("grid", str(self.grid)), Row("block", str(self.block)),
+                Row("registers per thread", self.registers_per_thread),
+                Row("static shared memory per block", self.static_smem, "B"),
+                Row("dynamic shared memory per block", self.shared_mem, "B"),
+                Row("blocks per SM (CUDA runtime)", self.blocks_per_sm))
 
 
 def time_kernel(source: str, name: str, *, grid, block, args: Sequence = (),

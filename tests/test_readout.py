@@ -11,10 +11,16 @@ import html
 import importlib
 import pkgutil
 
+import numpy as np
 import pytest
 
 import gpu_lessons
 from gpu_lessons._format import Readout, Row, quantity
+from gpu_lessons.kernels.compiled import CompiledKernel
+from gpu_lessons.kernels.gpu import BesideSimulator, GpuRun
+from gpu_lessons.kernels.simt.examples import KernelRun
+from gpu_lessons.kernels.simt.lanes import Dim3
+from gpu_lessons.kernels.simt.result import AccessMap, ArrayStats, SharedArray, SimResult, Stats
 from gpu_lessons.measure.cpu import RooflinePoints, Staircase
 from gpu_lessons.measure.gpu import KernelResources
 from gpu_lessons.measure.gpu_compute import KernelTiming
@@ -22,8 +28,22 @@ from gpu_lessons.measure.gpu_system import LaunchLatency, Transfers
 from gpu_lessons.measure.timing import Bandwidth, FlopRate, Timing
 from gpu_lessons.memory import global_load
 from gpu_lessons.overlap_record import AllReducePoint, OverlapPoint
+from gpu_lessons.puzzles.on_gpu import PuzzleGpuRun
 
 MiB = 2**20
+
+_GPU_RUN = GpuRun("scale", (2, 1, 1), (128, 1, 1), "NVIDIA H200", Timing((4e-6, 5e-6, 6e-6), 2),
+                  512, 16)
+# 240 active lanes over 10 instructions: 240 / 320 = 75 %; 8 sectors for 2 requests; 256 B
+# asked of 8 x 32 B moved: 100 %
+_STATS = Stats(10, 240, {}, 2, 8, 256, 1, 2, 1, 2, 3, shared_ideal_wavefronts=1)
+_STATS_ROWS = [
+    ("warp instructions", 10, ""), ("SIMT efficiency", 0.75, "%"), ("global requests", 2, ""),
+    ("global sectors", 8, ""), ("sectors / request", 4, ""), ("moved bytes used", 1.0, "%"),
+    ("shared requests", 1, ""), ("shared wavefronts", 2, ""), ("bank conflicts", 1, ""),
+    ("barrier instructions", 2, ""), ("issue slots waiting at barriers", 3, "")]
+_SIM = SimResult("k", Dim3(2, 1, 1), Dim3(32, 2, 1), 7, (), (), ("a note",), 2, _STATS,
+                 shared_bytes_per_block=1056, shared_arrays=(SharedArray("tile", 1056, 3),))
 
 #: (instance, title, rows as (label, value, unit), by hand)
 EXAMPLES = [
@@ -84,6 +104,63 @@ EXAMPLES = [
                        Bandwidth("gpu", "device->host pinned", 2**30, Timing((0.05,))))),
      "gpu: host<->device copies of 1 GiB",
      [("host->device pinned", 2**30 / 0.1, "B/s"), ("device->host pinned", 2**31 / 0.1, "B/s")]),
+    (_GPU_RUN, "scale on NVIDIA H200",
+     [("median kernel time", 5e-6, "s"), ("timed runs", 3, ""), ("warm-up runs", 2, ""),
+      ("timer", "CUDA events", ""), ("launch", "<<<2, 128>>>", ""),
+      ("registers per thread", 16, ""), ("dynamic shared memory", 512, "B"),
+      ("arithmetic", "exact (-fmad=false)", "")]),
+    # 2,048 B over 4.8e12 B/s = 0.4267 ns, under 1 µs: the measured time is the launch's
+    (BesideSimulator(_GPU_RUN, True, None, 4.0, 0, 0, 1.0, 2048.0, 2048 / 4.8e12, 4.8e12),
+     "scale<<<2, 128>>> on NVIDIA H200: GPU beside the simulator",
+     [("output", "the simulator's, bit for bit", ""),
+      ("measured kernel time (median, CUDA events)", 5e-6, "s"), ("timed runs", 3, ""),
+      ("simulator: global sectors / request", 4.0, ""), ("simulator: shared wavefronts", 0, ""),
+      ("simulator: bank conflicts", 0, ""), ("simulator: SIMT efficiency", 1.0, "%"),
+      ("memory model: bytes moved (32 B per sector)", 2048, "B"),
+      ("memory model: time at the catalog bandwidth", 2048 / 4.8e12, "s"),
+      ("catalog bandwidth", 4.8e12, "B/s"), ("measured / predicted", 5e-6 * 4.8e12 / 2048, ""),
+      ("note", "at this size the measured time is the launch's (a few µs however little a "
+               "kernel moves, lesson 08), not memory's", "")]),
+    # 1 GB in 1 ms on a GPU outside the catalog: no model time; 2e9 FLOP / 1 ms = 2 TFLOP/s,
+    # 2e12 / 50e12 = 4 % of the peak
+    (PuzzleGpuRun("map", "Some GPU", {"n": 4096}, (16, 1, 1), (256,), False, "out[3] is 1.0",
+                  1e-3, 20, float("nan"), 2, 6, 0.5, 1e9, None, None, 2e9, 50e12),
+     "map on Some GPU (n=4,096)",
+     [("output", "WRONG: out[3] is 1.0", ""), ("launch", "grid 16 × 1 × 1, block 256", ""),
+      ("measured kernel time (median, CUDA events)", 1e-3, "s"), ("timed runs", 20, ""),
+      ("simulator: global sectors / request", "–", ""), ("simulator: shared wavefronts", 6, ""),
+      ("simulator: bank conflicts", 2, ""), ("simulator: SIMT efficiency", 0.5, "%"),
+      ("memory model: bytes moved at this size", 1e9, "B"), ("arithmetic", 2e9, "FLOP"),
+      ("measured rate", 2e12, "FLOP/s"), ("of the FP32 peak", 0.04, "%"),
+      ("FP32 peak", 50e12, "FLOP/s"),
+      ("memory model: time", "Some GPU is not in the course's GPU catalog, so no bandwidth to "
+                             "divide by", "")]),
+    (CompiledKernel("tiled", "sm_90", "13.0", ("-fmad=false", "-lineinfo"), 18, 0, 0, 0, 512, 1,
+                    None, (), "", (), (), notes=("no nvdisasm",)), "tiled compiled for sm_90",
+     [("registers per thread", 18, ""), ("local memory per thread (stack frame)", 0, "B"),
+      ("register spills: stored", 0, "B"), ("register spills: loaded", 0, "B"),
+      ("static shared memory per block", 512, "B"), ("SASS instructions", "–", ""),
+      ("compiler", "NVRTC 13.0, sm_90, -fmad=false -lineinfo", ""),
+      ("note", "no nvdisasm", "")]),
+    (_STATS, "Stats", _STATS_ROWS),
+    # 2 loads of 64 elements over a 32-element array: 2 per element; 4 sectors, 2 per request
+    (ArrayStats("x", "global", (32,), loads=2, load_elements=64, load_sectors=4), "global x[32]",
+     [("loads", 2, ""), ("elements loaded", 64, ""), ("loads per element", 2, ""),
+      ("stores", 0, ""), ("atomics", 0, ""), ("sectors", 4, ""), ("sectors / request", 2, "")]),
+    (AccessMap("x", "global", (2, 2), 4, 3, np.array([2, 0, 1, 1]), *(np.zeros(4),) * 6),
+     "AccessMap of global x[2, 2]",
+     [("instructions", 3, ""), ("lane accesses", 4, ""), ("elements touched", 3, ""),
+      ("elements", 4, "")]),
+    (_SIM, "SIMT run of k<<<2, (32, 2, 1)>>>",
+     [("warps take turns in order", "random, seed 7", ""), *_STATS_ROWS,
+      ("shared memory declared per block", 1056, "B"), ("shared arrays", "tile: 1,056 B (line 3)", ""),
+      ("barriers (block-wide)", 2, ""), ("races", 0, ""), ("note", "a note", "")]),
+    (KernelRun("k", _SIM, np.zeros(4), np.array([0.0, 1.0, 0.0, 0.0])),
+     "SIMT run of k<<<2, (32, 2, 1)>>>",
+     [("warps take turns in order", "random, seed 7", ""), *_STATS_ROWS,
+      ("shared memory declared per block", 1056, "B"), ("shared arrays", "tile: 1,056 B (line 3)", ""),
+      ("barriers (block-wide)", 2, ""), ("races", 0, ""), ("note", "a note", ""),
+      ("output", "DIFFERS from NumPy in 1 of 4 values", "")]),
 ]
 
 

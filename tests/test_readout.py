@@ -16,6 +16,7 @@ import pytest
 
 import gpu_lessons
 from gpu_lessons._format import Readout, Row, quantity
+from gpu_lessons.grading.results import Row as GradeRow
 from gpu_lessons.kernels.compiled import CompiledKernel
 from gpu_lessons.kernels.gpu import BesideSimulator, GpuRun
 from gpu_lessons.kernels.simt.examples import KernelRun
@@ -161,6 +162,10 @@ EXAMPLES = [
       ("shared memory declared per block", 1056, "B"), ("shared arrays", "tile: 1,056 B (line 3)", ""),
       ("barriers (block-wide)", 2, ""), ("races", 0, ""), ("note", "a note", ""),
       ("output", "DIFFERS from NumPy in 1 of 4 values", "")]),
+    (GradeRow("ada.ipynb", "ada", {"q1": 2.5, "puzzle:map": 0.0}, 2.5, 3.0, "timeout",
+              "ran past 60 s"), "Grade of ada.ipynb",
+     [("student", "ada", ""), ("status", "timeout", ""), ("points", "2.5 of 3", ""),
+      ("reason", "ran past 60 s", ""), ("q1", "2.5", ""), ("puzzle:map", "0", "")]),
 ]
 
 

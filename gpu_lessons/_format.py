@@ -39,7 +39,10 @@ def si(value: float, unit: str, digits: int = 3) -> str:
 
 def duration(seconds: float, digits: int = 3) -> str:
     """A time with the unit that keeps the number >= 1: ``2.26e-4`` -> ``"226 µs"``,
-    ``0.0217`` -> ``"21.7 ms"``, ``5e-8`` -> ``"50 ns"``."""
+    ``0.0217`` -> ``"21.7 ms"``, ``5e-8`` -> ``"50 ns"``; whole seconds from 1,000 s up
+    (``"1,800 s"``, never ``"1.8e+03 s"``)."""
+    if abs(seconds) >= 1000:
+        return f"{seconds:,.0f} s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(seconds) >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"

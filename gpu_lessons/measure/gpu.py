@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._format import Readout, Row, bandwidth, html_table
+from .._format import Readout, Row, bandwidth, binary_bytes, html_table
 
 SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
 SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
@@ -275,7 +275,7 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
         ("SMs", val("multiprocessor_count"), cat(g and g.sms)),
         ("max SM clock", val("clock_rate_khz", 1e-3, unit=" MHz"),
          cat(g and g.boost_mhz, unit=" MHz")),
-        ("memory", f"{raw['total_memory_bytes'] / GiB:,.1f} GiB",
+        ("memory", binary_bytes(raw["total_memory_bytes"]),
          cat(g and g.memory_gb, "{:g}", " GB")),
         ("memory bus", val("global_memory_bus_width_bits", unit=" bit"),
          cat(g and g.bus_width_bits, unit=" bit")),

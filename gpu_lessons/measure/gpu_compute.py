@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
-from .._format import Readout, Row, bandwidth, binary_bytes, duration, html_table
+from .._format import Readout, Row, bandwidth, binary_bytes, duration, html_table, si
 from .gpu import DEVICE_ATTRIBUTES, catalog_gpu, compiled, cupy_module, device_name
 from .gpu_occupancy import runtime_blocks_per_sm
 from .timing import FlopRate, Progress, Timing, time_cuda
@@ -49,12 +49,14 @@ def gemm_from_raw(raw: dict) -> FlopRate:
     rounds = raw.get("rounds", 1)
     each = f" (each of {rounds} allocations)" if rounds > 1 else ""
     if raw.get("mode") == "burst":
-        conditions.append(f"timed after {raw['rest_s']:g} s idle{each}")
+        conditions.append(f"timed after {duration(raw['rest_s'])} idle{each}")
     elif raw.get("mode") == "sustained":
-        conditions.append(f"timed after {raw['sustain_s']:g} s of back-to-back products{each}")
+        conditions.append(f"timed after {duration(raw['sustain_s'])} of back-to-back "
+                          f"products{each}")
     if clock:
         lo, hi = clock["sm_mhz_min"], clock["sm_mhz_max"]
-        span = f"{lo:,.0f} MHz" if lo == hi else f"{lo:,.0f}-{hi:,.0f} MHz"
+        span = (si(lo * 1e6, "Hz", 4) if lo == hi
+                else f"{si(lo * 1e6, 'Hz', 4)} to {si(hi * 1e6, 'Hz', 4)}")
         limits = ", ".join(clock["reasons"]) or "nothing"
         conditions.append(f"SM clock {span}, held back by {limits}")
         if g is not None:

@@ -406,7 +406,8 @@ class BankSweep:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: shared-memory loads, {self.element_bytes} B per lane",
+        return html_table(f"{self.device}: shared-memory loads, {binary_bytes(self.element_bytes)} "
+                          "per lane",
                           self._HEADER, self._rows())
 
 

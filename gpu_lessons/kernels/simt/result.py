@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _validate
-from ..._format import Readout, Row
+from ..._format import Readout, Row, binary_bytes
 from ..._math import cdiv
 from ...hardware import WARP_SIZE
 from ...memory import BANK_BYTES, BANKS, SECTOR_BYTES
@@ -236,7 +236,7 @@ class SharedArray:
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line is not None else ""
-        return f"{self.name}: {self.nbytes:,} B{where}"
+        return f"{self.name}: {binary_bytes(self.nbytes)}{where}"
 
 
 @dataclass(frozen=True, repr=False)

@@ -687,7 +687,8 @@ def test_result_reports_the_shared_memory_a_block_declared():
         ("tile", 1_056, first + 1), ("spare", 80, first + 2)]
     rows = {row.label: row.value for row in r.readout_rows()}
     assert rows["shared memory declared per block"] == 1_232
-    assert rows["shared arrays"] == (f"tile: 1,056 B (line {first + 1}), "
+    # 1,056 B = 1.03125 KiB
+    assert rows["shared arrays"] == (f"tile: 1.031 KiB (line {first + 1}), "
                                      f"spare: 80 B (line {first + 2})")
 
     def none(t, x):

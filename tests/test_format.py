@@ -87,7 +87,8 @@ def test_binary_bytes_by_hand(nbytes, spec, text):
 
 @pytest.mark.parametrize(("seconds", "text"), [
     (2.26e-4, "226 µs"), (0.0216785, "21.7 ms"), (1.5, "1.5 s"), (5e-8, "50 ns"),
-    (1e-6, "1 µs"), (999.4e-6, "999 µs"),
+    (1e-6, "1 µs"), (999.4e-6, "999 µs"), (999.0, "999 s"), (1800.0, "1,800 s"),
+    (3600.4, "3,600 s"),
 ])
 def test_duration_by_hand(seconds, text):
     assert duration(seconds) == text

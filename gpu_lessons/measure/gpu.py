@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._format import Readout, Row, bandwidth, binary_bytes, html_table
+from .._format import Readout, Row, bandwidth, binary_bytes, html_table, memory_size, si
 
 SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
 SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
@@ -257,12 +257,21 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
     a = raw["attributes"]
     g = catalog_gpu(raw.get("catalog_name"))
 
-    def val(key, scale=1.0, fmt="{:,.0f}", unit=""):
-        v = a.get(key)
-        return "—" if v is None or v < 0 else fmt.format(v * scale) + unit
+    def count(v) -> str:
+        return f"{v:,.0f}"
 
-    def cat(value, fmt="{:,.0f}", unit=""):
-        return "—" if g is None or value is None else fmt.format(value) + unit
+    def mhz(v) -> str:
+        return si(v * 1e6, "Hz", 4)
+
+    def bits(v) -> str:
+        return f"{v:,.0f} bits"
+
+    def val(key, show=count, scale=1.0):
+        v = a.get(key)
+        return "—" if v is None or v < 0 else show(v * scale)
+
+    def cat(value, show=count):
+        return "—" if g is None or value is None else show(value)
 
     bus, mem_khz = a.get("global_memory_bus_width_bits"), a.get("memory_clock_rate_khz")
     beta = None
@@ -271,25 +280,21 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
 
         beta = memory_bandwidth(int(bus), 2 * mem_khz * 1e3)
     rows = (
-        ("compute capability", raw["cc"], cat(g and g.cc, "{}")),
+        ("compute capability", raw["cc"], cat(g and g.cc, str)),
         ("SMs", val("multiprocessor_count"), cat(g and g.sms)),
-        ("max SM clock", val("clock_rate_khz", 1e-3, unit=" MHz"),
-         cat(g and g.boost_mhz, unit=" MHz")),
+        ("max SM clock", val("clock_rate_khz", mhz, 1e-3), cat(g and g.boost_mhz, mhz)),
         ("memory", binary_bytes(raw["total_memory_bytes"]),
-         cat(g and g.memory_gb, "{:g}", " GB")),
-        ("memory bus", val("global_memory_bus_width_bits", unit=" bit"),
-         cat(g and g.bus_width_bits, unit=" bit")),
-        ("memory clock", val("memory_clock_rate_khz", 1e-3, unit=" MHz"),
-         cat(g and g.memory_clock_mhz, unit=" MHz")),
+         cat(g and g.memory_gb * 1e9, memory_size)),
+        ("memory bus", val("global_memory_bus_width_bits", bits), cat(g and g.bus_width_bits, bits)),
+        ("memory clock", val("memory_clock_rate_khz", mhz, 1e-3),
+         cat(g and g.memory_clock_mhz, mhz)),
         ("DRAM bandwidth", "—" if beta is None else f"{bandwidth(beta)} (bus x rate)",
-         cat(g and g.bandwidth_gbs, unit=" GB/s")),
-        ("L2 cache", val("l2_cache_size", 1 / MiB, "{:,.1f}", " MiB"),
-         cat(g and g.l2_bytes / MiB, "{:,.1f}", " MiB")),
-        ("shared memory / SM", val("max_shared_memory_per_multiprocessor", 1 / 1024, "{:,.0f}",
-                                   " KiB"), "—"),
-        ("shared memory / block (opt-in)", val("max_shared_memory_per_block_optin", 1 / 1024,
-                                               "{:,.0f}", " KiB"), "—"),
-        ("reserved shared memory / block", val("reserved_shared_memory_per_block", unit=" B"),
+         cat(g and g.bandwidth_gbs * 1e9, bandwidth)),
+        ("L2 cache", val("l2_cache_size", binary_bytes), cat(g and g.l2_bytes, binary_bytes)),
+        ("shared memory / SM", val("max_shared_memory_per_multiprocessor", binary_bytes), "—"),
+        ("shared memory / block (opt-in)", val("max_shared_memory_per_block_optin", binary_bytes),
+         "—"),
+        ("reserved shared memory / block", val("reserved_shared_memory_per_block", binary_bytes),
          "—"),
         ("registers / SM", val("max_registers_per_multiprocessor"), "—"),
         ("max threads / SM", val("max_threads_per_multiprocessor"), "—"),

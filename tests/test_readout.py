@@ -29,6 +29,7 @@ from gpu_lessons.measure.gpu_system import LaunchLatency, Transfers
 from gpu_lessons.measure.timing import Bandwidth, FlopRate, Timing
 from gpu_lessons.memory import global_load
 from gpu_lessons.overlap_record import AllReducePoint, OverlapPoint
+from gpu_lessons.puzzles._core import Measure, PuzzleResult
 from gpu_lessons.puzzles.on_gpu import PuzzleGpuRun
 
 MiB = 2**20
@@ -166,6 +167,13 @@ EXAMPLES = [
               "ran past 60 s"), "Grade of ada.ipynb",
      [("student", "ada", ""), ("status", "timeout", ""), ("points", "2.5 of 3", ""),
       ("reason", "ran past 60 s", ""), ("q1", "2.5", ""), ("puzzle:map", "0", "")]),
+    (PuzzleResult("transpose", "failed", True, "over a budget", "store_sectors", 12,
+                  (Measure("load_sectors", 4.0, 4.0, True, "4 per request, budget ≤ 4"),
+                   Measure("store_sectors", 32.0, 4.0, False, "32 per request, budget ≤ 4"))),
+     "transpose: failed",
+     [("verdict", "over a budget", ""), ("first failure", "store_sectors", ""), ("line", 12, ""),
+      ("load_sectors", "4 per request, budget ≤ 4 ✓", ""),
+      ("store_sectors", "32 per request, budget ≤ 4 ✗", "")]),
 ]
 
 

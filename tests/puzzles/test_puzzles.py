@@ -1896,8 +1896,12 @@ def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():
 
 def test_results_read_well():
     r = puzzles.evaluate("transpose", transpose_naive)
-    assert repr(r) == "PuzzleResult(transpose: failed, first failure: store_sectors)"
-    assert "<table>" in r._repr_html_() and "✗" in r._repr_html_()
+    rows = {row.label: row.value for row in r.readout_rows()}
+    assert r.readout_title() == "transpose: failed" and rows["verdict"] == r.message == str(r)
+    assert rows["first failure"] == "store_sectors"
+    # every budget measured has its row, marked as the kernel met it
+    assert [m.name for m in r.measures] == list(rows)[-len(r.measures):]
+    assert any(rows[m.name].endswith(" ✗") for m in r.measures if not m.ok)
     p = puzzles.find("transpose")
     assert repr(p) == "Puzzle('transpose': Transpose without bank conflicts, lesson 04)"
     assert "transpose_kernel(t, a, out, n)" in p._repr_html_()

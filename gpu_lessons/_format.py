@@ -9,7 +9,8 @@ readout formats through these helpers, so the course prints one style everywhere
 * :func:`intensity` for FLOP/byte, :func:`si` for any other unit with an SI prefix,
   :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it) and
   :func:`ratio` for dimensionless numbers;
-* :func:`html_table` for the small tables notebooks show;
+* :func:`html_table` for the small tables notebooks show, :func:`text_table` its plain-text
+  twin, and :class:`Table`: a result of several columns declares them once;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
   ``__repr__``, ``_repr_html_`` and Markdown from them; :func:`quantity` formats one value by
   its unit.
@@ -121,6 +122,32 @@ def html_table(caption: str, header: Iterable | None, rows: Iterable[Iterable], 
             if header else "")
     body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><caption>{cell(caption)}</caption>{head}{body}</table>"
+
+
+def text_table(caption: str, header: Iterable | None, rows: Iterable[Iterable]) -> str:
+    """The plain-text twin of :func:`html_table`: the caption, then the columns padded to one
+    width, the first to the left, the rest to the right."""
+    lines = [[str(c) for c in r] for r in ([header] if header else []) + [list(r) for r in rows]]
+    widths = [max(len(line[i]) for line in lines if i < len(line))
+              for i in range(max((len(line) for line in lines), default=0))]
+    return "\n".join([caption, *("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
+                                           for i, c in enumerate(line)).rstrip()
+                                 for line in lines)])
+
+
+class Table:
+    """A result that is a table of several columns, declared once: a subclass defines
+    :meth:`table` (caption, header, rows of text) and gets its ``__repr__``
+    (:func:`text_table`) and ``_repr_html_`` (:func:`html_table`) from it."""
+
+    def table(self) -> tuple[str, Iterable | None, list]:
+        raise NotImplementedError(f"{type(self).__name__} declares no table")
+
+    def __repr__(self) -> str:
+        return text_table(*self.table())
+
+    def _repr_html_(self) -> str:
+        return html_table(*self.table())
 
 
 # -- one readout for every result ---------------------------------------------------------------

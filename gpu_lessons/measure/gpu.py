@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._format import Readout, Row, bandwidth, binary_bytes, html_table, memory_size, si
+from .._format import Readout, Row, Table, bandwidth, binary_bytes, memory_size, si
 
 SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
 SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
@@ -224,8 +224,8 @@ DEVICE_ATTRIBUTES = {
 }
 
 
-@dataclass(frozen=True)
-class DeviceReport:
+@dataclass(frozen=True, repr=False)
+class DeviceReport(Table):
     """What the CUDA runtime says about the GPU, next to the catalog's datasheet figures.
 
     ``rows`` are ``(quantity, device value, catalog value)`` as text with units.
@@ -240,16 +240,10 @@ class DeviceReport:
     rows: tuple[tuple[str, str, str], ...]
     bandwidth_from_bus: float | None
 
-    def __repr__(self) -> str:
-        width = max(len(r[0]) for r in self.rows)
-        lines = [f"{self.name} (CC {self.cc}); catalog: {self.catalog_name or 'no match'}",
-                 f"{'':<{width}}  {'device':>16}  {'catalog':>16}"]
-        lines += [f"{q:<{width}}  {d:>16}  {c:>16}" for q, d, c in self.rows]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.name}: CUDA runtime vs catalog ({self.catalog_name or 'none'})",
-                          ("quantity", "device", "catalog"), self.rows)
+    def table(self):
+        return (f"{self.name} (CC {self.cc}): CUDA runtime vs catalog "
+                f"({self.catalog_name or 'no match'})", ("quantity", "device", "catalog"),
+                list(self.rows))
 
 
 def device_report_from_raw(raw: dict) -> DeviceReport:

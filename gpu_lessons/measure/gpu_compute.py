@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
-from .._format import Readout, Row, bandwidth, binary_bytes, duration, html_table, si
+from .._format import Readout, Row, Table, bandwidth, binary_bytes, duration, si
 from .gpu import DEVICE_ATTRIBUTES, catalog_gpu, compiled, cupy_module, device_name
 from .gpu_occupancy import runtime_blocks_per_sm
 from .timing import FlopRate, Progress, Timing, time_cuda
@@ -250,8 +250,8 @@ def _simt_useful_bytes(name: str, n: int, block: tuple[int, ...]) -> int:
     return 2 * n * 4
 
 
-@dataclass(frozen=True)
-class SimtTimings:
+@dataclass(frozen=True, repr=False)
+class SimtTimings(Table):
     """The SIMT teaching kernels timed on a GPU: ``rows`` are
     ``(kernel, n, median seconds, useful GB/s, output correct)``."""
 
@@ -269,16 +269,9 @@ class SimtTimings:
         return [(k, f"{n:,}", duration(t), bandwidth(g * 1e9), "yes" if ok else "NO")
                 for k, n, t, g, ok in self.rows]
 
-    def __repr__(self) -> str:
-        lines = [f"{self.device}: SIMT teaching kernels"]
-        lines += [f"  {k:<28} n={n:<12} {t:>10}  {g:>12}  correct: {ok}"
-                  for k, n, t, g, ok in self._cells()]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: SIMT teaching kernels",
-                          ("kernel", "n", "median time", "useful bandwidth", "correct"),
-                          self._cells())
+    def table(self):
+        return (f"{self.device}: SIMT teaching kernels",
+                ("kernel", "n", "median time", "useful bandwidth", "correct"), self._cells())
 
 
 def simt_from_raw(raw: dict) -> SimtTimings:

@@ -384,10 +384,12 @@ class KernelRun(Readout):
         return self.sim.readout_title()
 
     def readout_rows(self) -> tuple[Row, ...]:
-        wrong = int(np.count_nonzero(self.output != self.expected))
-        return (*self.sim.readout_rows(),
-                Row("output", "matches NumPy" if self.correct
-                    else f"DIFFERS from NumPy in {wrong:,} of {self.output.size:,} values"))
+        if self.correct:
+            verdict = "matches NumPy"
+        else:
+            wrong = int(np.count_nonzero(self.output != self.expected))
+            verdict = f"DIFFERS from NumPy in {wrong:,} of {self.output.size:,} values"
+        return (*self.sim.readout_rows(), Row("output", verdict))
 
 
 def simulate(name: str, n: int | None = None, *, block: int = 256, iters: int = 1,

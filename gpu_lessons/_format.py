@@ -6,10 +6,11 @@ readout formats through these helpers, so the course prints one style everywhere
   :func:`bandwidth` (``3,350 GB/s``, ``55.2 GB/s``), decimal prefixes as datasheets use;
 * sizes: :func:`binary_bytes` (``48 KiB``, ``12.5 MiB``) since memory comes in powers of two,
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
-* :func:`si` for any other unit with an SI prefix, :func:`percent` (``46.2 %``, a space before
-  the sign as the SI brochure writes it) and :func:`ratio` for dimensionless numbers;
+* :func:`intensity` for FLOP/byte, :func:`si` for any other unit with an SI prefix,
+  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it) and
+  :func:`ratio` for dimensionless numbers;
 * :func:`html_table` for the small tables notebooks show, :func:`text_table` for the same
-  table in a ``__repr__``;
+  table in a ``__repr__``, and :class:`Table`: a result of several columns declares them once;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
   ``__repr__``, ``_repr_html_`` and Markdown from them; :func:`quantity` formats one value by
   its unit.
@@ -39,7 +40,10 @@ def si(value: float, unit: str, digits: int = 3) -> str:
 
 def duration(seconds: float, digits: int = 3) -> str:
     """A time with the unit that keeps the number >= 1: ``2.26e-4`` -> ``"226 µs"``,
-    ``0.0217`` -> ``"21.7 ms"``, ``5e-8`` -> ``"50 ns"``."""
+    ``0.0217`` -> ``"21.7 ms"``, ``5e-8`` -> ``"50 ns"``; whole seconds from 1,000 s up
+    (``"1,800 s"``, never ``"1.8e+03 s"``)."""
+    if abs(seconds) >= 1000:
+        return f"{seconds:,.0f} s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(seconds) >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
@@ -79,6 +83,12 @@ def bandwidth(bytes_per_s: float) -> str:
     return f"{ratio(bytes_per_s / 1e9)} GB/s"
 
 
+def intensity(flop_per_byte: float) -> str:
+    """Arithmetic intensity, digits as :func:`ratio`: ``0.25 FLOP/byte``, ``2,731 FLOP/byte``
+    (no SI prefix: a roofline's axis reads in FLOP/byte)."""
+    return f"{ratio(flop_per_byte)} FLOP/byte"
+
+
 def memory_size(nbytes: float) -> str:
     """A GPU memory's size: decimal GB from 1 GB up, as vendors quote DRAM capacity
     (``141 GB``), binary prefixes below, for caches, shared memory and register files
@@ -116,12 +126,34 @@ def html_table(caption: str, header: Iterable | None, rows: Iterable[Iterable], 
 
 def text_table(header: Iterable | None, rows: Iterable[Iterable], *, align: str = "left") -> str:
     """The same table as plain text for ``__repr__``: each column padded to its widest cell
-    (``align="right"`` pads on the left), two spaces between columns, no trailing blanks."""
-    table = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))] if table else []
-    pad = str.rjust if align == "right" else str.ljust
-    return "\n".join("  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in table)
+    (``align="right"`` pads on the left; ``"numbers"``: the first column to the left, the rest
+    to the right), two spaces between columns, no trailing blanks."""
+    table = [[str(c) for c in r] for r in ([header] if header else []) + [list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in table if i < len(r))
+              for i in range(max((len(r) for r in table), default=0))]
+
+    def pad(i, c):
+        left = align == "left" or (align == "numbers" and i == 0)
+        return c.ljust(widths[i]) if left else c.rjust(widths[i])
+
+    return "\n".join("  ".join(pad(i, c) for i, c in enumerate(r)).rstrip() for r in table)
+
+
+class Table:
+    """A result that is a table of several columns, declared once: a subclass defines
+    :meth:`table` (caption, header, rows of text) and gets its ``__repr__`` (the caption over
+    :func:`text_table`) and ``_repr_html_`` (:func:`html_table`) from it."""
+
+    def table(self) -> tuple[str, Iterable | None, list]:
+        raise NotImplementedError(f"{type(self).__name__} declares no table")
+
+    def __repr__(self) -> str:
+        caption, header, rows = self.table()
+        body = text_table(header, rows, align="numbers")
+        return f"{caption}\n{body}" if body else caption
+
+    def _repr_html_(self) -> str:
+        return html_table(*self.table())
 
 
 # -- one readout for every result ---------------------------------------------------------------
@@ -139,7 +171,7 @@ def _plain(value) -> str:
 #: How each unit is written: values in base units (seconds, bytes, bytes/s, FLOP/s, a fraction
 #: for ``"%"``); any other unit gets an SI prefix (:func:`si`), no unit a plain number.
 UNITS = {"s": duration, "B": binary_bytes, "B/s": bandwidth, "FLOP/s": flop_rate,
-         "%": percent, "": _plain}
+         "FLOP/byte": intensity, "%": percent, "": _plain}
 
 
 def quantity(value, unit: str = "") -> str:

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpu_lessons._format import (
+    Table,
     bandwidth,
     binary_bytes,
     duration,
@@ -88,7 +89,8 @@ def test_binary_bytes_by_hand(nbytes, spec, text):
 
 @pytest.mark.parametrize(("seconds", "text"), [
     (2.26e-4, "226 µs"), (0.0216785, "21.7 ms"), (1.5, "1.5 s"), (5e-8, "50 ns"),
-    (1e-6, "1 µs"), (999.4e-6, "999 µs"),
+    (1e-6, "1 µs"), (999.4e-6, "999 µs"), (999.0, "999 s"), (1800.0, "1,800 s"),
+    (3600.4, "3,600 s"),
 ])
 def test_duration_by_hand(seconds, text):
     assert duration(seconds) == text
@@ -115,6 +117,22 @@ def test_bandwidth_by_hand(value, text):
 ])
 def test_memory_size_by_hand(nbytes, text):
     assert memory_size(nbytes) == text
+
+
+def test_text_table_pads_each_column_to_its_widest_cell():
+    # widths 3 ("xxx") and 2 ("bb", "22"): the first column to the left, the rest to the right
+    assert text_table("T", ("a", "bb"), [("xxx", 1), ("y", 22)]) == "T\na    bb\nxxx   1\ny    22"
+    assert text_table("T", None, [("a", "b")]) == "T\na  b"
+
+
+def test_a_table_declared_once_is_its_repr_and_its_html():
+    class Two(Table):
+        def table(self):
+            return "cap", ("k", "v"), [("a", "<1>")]
+
+    assert repr(Two()) == "cap\nk    v\na  <1>"
+    assert Two()._repr_html_() == ("<table><caption>cap</caption><tr><th>k</th><th>v</th></tr>"
+                                   "<tr><td>a</td><td>&lt;1&gt;</td></tr></table>")
 
 
 def test_html_table_escapes_unless_told_not_to():

@@ -26,6 +26,7 @@ import signal
 import sys
 import textwrap
 
+from .._format import duration
 from .plan import Plan
 
 #: Seconds one kernel may take to evaluate (a reference kernel takes under 2 s).
@@ -126,7 +127,7 @@ def redact(message: str) -> str:
 
 
 def _alarm(signum, frame):
-    raise TimeoutError(f"the kernel took more than {PER_KERNEL_S} s to evaluate")
+    raise TimeoutError(f"the kernel took more than {duration(PER_KERNEL_S)} to evaluate")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,14 +8,16 @@ import io
 import json
 from dataclasses import asdict, dataclass, field
 
+from .. import _format
+
 OK, TIMEOUT, CRASHED = "ok", "timeout", "crashed"
 INVALID, INVALID_RESULT, NOT_GRADED = "invalid notebook", "invalid result", "not graded"
 #: Every status a row can have (see docs/instructors.md for what each means).
 STATUSES = (OK, TIMEOUT, CRASHED, INVALID, INVALID_RESULT, NOT_GRADED)
 
 
-@dataclass(frozen=True)
-class Row:
+@dataclass(frozen=True, repr=False)
+class Row(_format.Readout):
     """One submission's grade.  ``points`` and ``feedback`` are keyed by question id (and
     ``puzzle:<id>`` for puzzles); ``reason`` says what happened when it was not plain."""
 
@@ -28,9 +30,15 @@ class Row:
     reason: str
     feedback: dict[str, str] = field(default_factory=dict)
 
-    def __repr__(self) -> str:
-        why = f" ({self.reason})" if self.reason else ""
-        return f"Row({self.file}: {self.status}, {self.total:g}/{self.max:g} points{why})"
+    def readout_title(self) -> str:
+        return f"Grade of {self.file}"
+
+    def readout_rows(self) -> tuple[_format.Row, ...]:
+        line = _format.Row
+        return (line("student", self.student), line("status", self.status),
+                line("points", f"{self.total:g} of {self.max:g}"),
+                *((line("reason", self.reason),) if self.reason else ()),
+                *(line(q, f"{p:g}") for q, p in self.points.items()))
 
 
 @dataclass(frozen=True)
@@ -52,10 +60,8 @@ class Grades:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from .._format import html_table
-
         title = f"chapter {self.chapter:02d}: " if self.chapter is not None else ""
-        return html_table(f"{title}{len(self.rows)} submissions graded", header(self.columns),
+        return _format.html_table(f"{title}{len(self.rows)} submissions graded", header(self.columns),
                           [cells(r, self.columns) for r in self.rows])
 
     def to_csv(self) -> str:

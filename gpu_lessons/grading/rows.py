@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._format import binary_bytes, duration
 from . import untrusted
 from .plan import Plan
 from .results import CRASHED, INVALID_RESULT, OK, TIMEOUT, Row
@@ -178,7 +179,7 @@ def _process_limit(outcome, limit: int | None) -> str:
 def _memory_limit(outcome, ram_mib: int | None) -> str:
     """A note when the kernel killed a process of the sandbox for its memory cap."""
     kills = getattr(outcome, "oom_kills", 0)
-    cap = f" of {ram_mib} MiB" if ram_mib else ""
+    cap = f" of {binary_bytes(ram_mib * 2**20)}" if ram_mib else ""
     peak = getattr(outcome, "memory_peak", None)
     if not kills:
         if ram_mib and peak and peak >= 0.95 * ram_mib * 2**20:
@@ -191,19 +192,20 @@ def _memory_limit(outcome, ram_mib: int | None) -> str:
 
 def _timeout_reason(report: Report, seconds: float, cell_timeout: float, timeout: float) -> str:
     if not report.kernel_started:
-        return f"the kernel did not start within the {timeout:g} s notebook limit"
+        return f"the kernel did not start within the {duration(timeout)} notebook limit"
     where = report.cell_name(report.cell)
     if report.cell_at is not None and seconds - report.cell_at > cell_timeout:
-        return (f"{where} ran past the {cell_timeout:g} s cell limit and ignored the interrupt "
-                f"(or never stopped printing); stopped at the {timeout:g} s notebook limit")
-    return f"the notebook ran past the {timeout:g} s limit (in {where})"
+        return (f"{where} ran past the {duration(cell_timeout)} cell limit and ignored the "
+                f"interrupt (or never stopped printing); stopped at the {duration(timeout)} "
+                f"notebook limit")
+    return f"the notebook ran past the {duration(timeout)} limit (in {where})"
 
 
 def errors_reason(report: Report, cell_timeout: float) -> str:
     errors = report.errors
     if not errors:
         return ""
-    parts = [f"{n} (interrupted after the {cell_timeout:g} s cell limit)"
+    parts = [f"{n} (interrupted after the {duration(cell_timeout)} cell limit)"
              if ename == "KeyboardInterrupt" else f"{n} ({ename})" for n, ename in errors[:5]]
     more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
     noun = "code cell" if len(errors) == 1 else "code cells"

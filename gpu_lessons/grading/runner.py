@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import _validate
+from .._format import binary_bytes
 from . import cgroups as _cgroups
 from . import output
 from . import sandbox as _sandbox
@@ -227,9 +228,10 @@ def _fit_memory(limits: _sandbox.Limits, jobs: int) -> _sandbox.Limits:
     spare = cap // 2**20 - GRADER_BASE_MIB - GRADER_PER_JOB_MIB * jobs
     each = spare // jobs
     if each < MIN_RAM_MIB:
-        raise ValueError(f"jobs={jobs}: the grader's memory cap ({cap // 2**20} MiB) leaves "
-                         f"{max(each, 0)} MiB for each of {jobs} sandboxes, below the "
-                         f"{MIN_RAM_MIB} MiB a notebook needs; pass fewer --jobs")
+        raise ValueError(f"jobs={jobs}: the grader's memory cap ({binary_bytes(cap)}) leaves "
+                         f"{binary_bytes(max(each, 0) * 2**20)} for each of {jobs} sandboxes, "
+                         f"below the {binary_bytes(MIN_RAM_MIB * 2**20)} a notebook needs; "
+                         f"pass fewer --jobs")
     return replace(limits, ram_mib=min(limits.ram_mib, int(each)))
 
 

@@ -14,6 +14,7 @@ import re
 import stat
 from pathlib import Path
 
+from .._format import binary_bytes
 from .untrusted import clean, depth
 
 #: Student id from a submission's path relative to SUBMISSIONS_DIR: the first folder
@@ -84,7 +85,7 @@ def read_notebook(path: Path) -> tuple[list[str], str]:
     except OSError as exc:
         return [], f"cannot read the file: {type(exc).__name__}"
     if len(raw) > MAX_NOTEBOOK:
-        return [], f"the file is larger than {MAX_NOTEBOOK // 2**20} MiB"
+        return [], f"the file is larger than {binary_bytes(MAX_NOTEBOOK)}"
     if raw.count(b'"cell_type"') > MAX_CELLS:
         return [], f"the notebook has more than {MAX_CELLS} cells"
     try:

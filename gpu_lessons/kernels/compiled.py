@@ -37,10 +37,10 @@ H200 for NVRTC 13.0).
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass, field
 
+from .._format import Readout, Row
 from . import nvrtc
 from .cuda_c import to_cuda
 from .lang import validate
@@ -76,8 +76,8 @@ class AsmLine:
     address: int | None = None
 
 
-@dataclass(frozen=True)
-class CompiledKernel:
+@dataclass(frozen=True, repr=False)
+class CompiledKernel(Readout):
     """A kernel as NVRTC compiled it for ``arch`` (see the module docstring).
 
     ``registers_per_thread``, ``local_bytes`` (stack frame per thread), ``spill_store_bytes``,
@@ -158,29 +158,18 @@ class CompiledKernel:
                                     shared_mem_per_block=self.static_shared_bytes
                                     + dynamic_shared_bytes, carveout=carveout)
 
-    def rows(self):
-        from .._format import binary_bytes
+    def readout_title(self) -> str:
+        return f"{self.kernel} compiled for {self.arch}"
 
-        spill = (f"{binary_bytes(self.spill_store_bytes)} stored, "
-                 f"{binary_bytes(self.spill_load_bytes)} loaded" if self.spills else "none")
-        return [("registers / thread", str(self.registers_per_thread)),
-                ("local memory / thread (stack frame)", binary_bytes(self.local_bytes)),
-                ("register spills", spill),
-                ("static shared memory / block", binary_bytes(self.static_shared_bytes)),
-                ("SASS instructions", f"{len(self.instructions):,}" if self.sass else "–"),
-                ("compiler", f"NVRTC {self.nvrtc}, {self.arch}, {' '.join(self.options)}")]
-
-    def __repr__(self) -> str:
-        head = f"{self.kernel} compiled for {self.arch}:"
-        return "\n".join([head, *(f"  {k}: {v}" for k, v in self.rows()),
-                          *(f"  note: {n}" for n in self.notes)])
-
-    def _repr_html_(self) -> str:
-        from .._format import html_table
-
-        table = html_table(f"{html.escape(self.kernel)} compiled for {self.arch}",
-                           ("quantity", "value"), self.rows())
-        return table + "".join(f"<p><small>{html.escape(n)}</small></p>" for n in self.notes)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("registers per thread", self.registers_per_thread),
+                Row("local memory per thread (stack frame)", self.local_bytes, "B"),
+                Row("register spills: stored", self.spill_store_bytes, "B"),
+                Row("register spills: loaded", self.spill_load_bytes, "B"),
+                Row("static shared memory per block", self.static_shared_bytes, "B"),
+                Row("SASS instructions", len(self.instructions) if self.sass else "–"),
+                Row("compiler", f"NVRTC {self.nvrtc}, {self.arch}, {' '.join(self.options)}"),
+                *(Row("note", n) for n in self.notes))
 
 
 def arch_cc(arch: str) -> str:

@@ -3,12 +3,12 @@ simulator beside it."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _validate
+from .._format import Readout, Row
 from .cuda_c import to_cuda
 from .cuda_types import (
     _NUMPY_OF_C,
@@ -19,8 +19,8 @@ from .simt.lanes import MAX_BLOCK_DIM, MAX_GRID_DIM
 
 # -- running on a GPU -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class GpuRun:
+@dataclass(frozen=True, repr=False)
+class GpuRun(Readout):
     """A kernel run on a GPU: its launch, its measured time and where it ran.
 
     ``timing``: CUDA-event times of the timed launches (:class:`gpu_lessons.measure.Timing`);
@@ -41,23 +41,18 @@ class GpuRun:
         """Median kernel time in µs."""
         return self.timing.median * 1e6
 
-    def __repr__(self) -> str:
-        return (f"GpuRun({self.kernel}<<<{_dims_text(self.grid)}, {_dims_text(self.block)}>>> on "
-                f"{self.device}: {self.us:,.2f} µs median of {self.timing.repeats} runs after "
-                f"{self.timing.warmup} warm-up, CUDA events; {self.registers_per_thread} "
-                f"registers/thread{'' if self.exact else ', fused multiply-adds allowed'})")
+    def readout_title(self) -> str:
+        return f"{self.kernel} on {self.device}"
 
-    def _repr_html_(self) -> str:
-        from .._format import html_table
-
-        rows = [("median kernel time", f"{self.us:,.2f} µs"),
-                ("timed runs", f"{self.timing.repeats} after {self.timing.warmup} warm-up, "
-                               "CUDA events"),
-                ("launch", f"&lt;&lt;&lt;{_dims_text(self.grid)}, {_dims_text(self.block)}"
-                           f"&gt;&gt;&gt;"),
-                ("registers / thread", str(self.registers_per_thread)),
-                ("dynamic shared memory", f"{self.dynamic_shared_bytes} B")]
-        return html_table(f"{self.kernel} on {self.device}", ("quantity", "value"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("median kernel time", self.timing.median, "s"),
+                Row("timed runs", self.timing.repeats), Row("warm-up runs", self.timing.warmup),
+                Row("timer", "CUDA events"),
+                Row("launch", f"<<<{_dims_text(self.grid)}, {_dims_text(self.block)}>>>"),
+                Row("registers per thread", self.registers_per_thread),
+                Row("dynamic shared memory", self.dynamic_shared_bytes, "B"),
+                Row("arithmetic", "exact (-fmad=false)" if self.exact
+                    else "fused multiply-adds allowed"))
 
 
 def _dims_text(d) -> str:
@@ -155,22 +150,21 @@ def _run(source: CudaSource, grid, block, args, repeats, warmup, exact) -> GpuRu
 LAUNCH_BOUND_SECONDS = 1e-6
 
 
-def memory_model_text(measured: float, predicted: float, bandwidth_bps: float) -> str:
-    """The memory model's time beside a measured one, as the GPU cells print it: the model's
+def memory_model_rows(measured: float, predicted: float, bandwidth_bps: float) -> tuple[Row, ...]:
+    """The memory model's time beside a measured one, as the GPU cells show it: the model's
     time, the bandwidth, the ratio, and - where the model predicts under a microsecond - that
     the measurement is the launch's, so the ratio says nothing about memory."""
-    from .._format import bandwidth, duration, ratio
-
-    text = (f"{duration(predicted)} at {bandwidth(bandwidth_bps)} "
-            f"(measured / predicted = {ratio(measured / predicted)})")
+    rows = (Row("memory model: time at the catalog bandwidth", predicted, "s"),
+            Row("catalog bandwidth", bandwidth_bps, "B/s"),
+            Row("measured / predicted", measured / predicted))
     if predicted < LAUNCH_BOUND_SECONDS:
-        text += ("; at this size the measured time is the launch's (a few µs however little "
-                 "a kernel moves, lesson 08), not memory's")
-    return text
+        rows += (Row("note", "at this size the measured time is the launch's (a few µs however "
+                             "little a kernel moves, lesson 08), not memory's"),)
+    return rows
 
 
-@dataclass(frozen=True)
-class BesideSimulator:
+@dataclass(frozen=True, repr=False)
+class BesideSimulator(Readout):
     """One kernel on the same inputs in the simulator and on a GPU, with the models' predictions.
 
     ``matches``: every array the kernel writes holds the simulator's values bit for bit
@@ -190,38 +184,26 @@ class BesideSimulator:
     predicted_seconds: float | None
     bandwidth: float | None
 
-    def _rows(self):
-        from .._format import percent
+    def readout_title(self) -> str:
+        return (f"{self.gpu.kernel}<<<{_dims_text(self.gpu.grid)}, {_dims_text(self.gpu.block)}"
+                f">>> on {self.gpu.device}: GPU beside the simulator")
 
+    def readout_rows(self) -> tuple[Row, ...]:
         spr = self.sectors_per_request
-        rows = [("output", "the simulator's, bit for bit" if self.matches
-                 else f"DIFFERS from the simulator's: {self.difference}"),
-                ("measured kernel time", f"{self.gpu.us:,.2f} µs (median of "
-                                         f"{self.gpu.timing.repeats}, CUDA events)"),
-                ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
-                ("simulator: shared wavefronts (bank conflicts)",
-                 f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
-                ("simulator: SIMT efficiency", percent(self.simt_efficiency)),
-                ("memory model: bytes moved", f"{self.moved_bytes:,.0f} B (32 B per sector)")]
+        rows = (Row("output", "the simulator's, bit for bit" if self.matches
+                    else f"DIFFERS from the simulator's: {self.difference}"),
+                Row("measured kernel time (median, CUDA events)", self.gpu.timing.median, "s"),
+                Row("timed runs", self.gpu.timing.repeats),
+                Row("simulator: global sectors / request", "–" if spr != spr else spr),
+                Row("simulator: shared wavefronts", self.shared_wavefronts),
+                Row("simulator: bank conflicts", self.bank_conflicts),
+                Row("simulator: SIMT efficiency", self.simt_efficiency, "%"),
+                Row("memory model: bytes moved (32 B per sector)", self.moved_bytes, "B"))
         if self.predicted_seconds is None:
-            rows.append(("memory model: time", f"{self.gpu.device} is not in the course's GPU "
-                                               "catalog, so no bandwidth to divide by"))
-        else:
-            rows.append(("memory model: time at the catalog bandwidth",
-                         memory_model_text(self.gpu.timing.median, self.predicted_seconds,
-                                           self.bandwidth)))
-        return rows
-
-    def __repr__(self) -> str:
-        head = (f"{self.gpu.kernel}<<<{_dims_text(self.gpu.grid)}, {_dims_text(self.gpu.block)}"
-                f">>> on {self.gpu.device}:")
-        return "\n".join([head, *(f"  {k}: {v}" for k, v in self._rows())])
-
-    def _repr_html_(self) -> str:
-        from .._format import html_table
-
-        return html_table(f"{html.escape(self.gpu.kernel)} on {html.escape(self.gpu.device)}: "
-                          "GPU beside the simulator", ("quantity", "value"), self._rows())
+            return (*rows, Row("memory model: time", f"{self.gpu.device} is not in the course's "
+                                                     "GPU catalog, so no bandwidth to divide by"))
+        return rows + memory_model_rows(self.gpu.timing.median, self.predicted_seconds,
+                                        self.bandwidth)
 
 
 def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int = 2):

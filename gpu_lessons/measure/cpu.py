@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, flop_rate, html_table
+from .._format import Readout, Row, binary_bytes, intensity
 from .timing import Bandwidth, FlopRate, Progress, time_host
 
 _MiB = 2**20
@@ -160,8 +160,8 @@ def cpu_gemm(n: int = 2048, *, dtype: str = "float32", repeats: int = 5,
                     timing)
 
 
-@dataclass(frozen=True)
-class RooflinePoints:
+@dataclass(frozen=True, repr=False)
+class RooflinePoints(Readout):
     """This CPU's measured roofs and points, ready for a roofline plot.
 
     ``peak_flops`` (FLOP/s) is the measured GEMM rate, a practical compute roof (the true
@@ -192,18 +192,14 @@ class RooflinePoints:
     def flops_per_s(self) -> np.ndarray:
         return np.array([p[2] for p in self.points])
 
-    def __repr__(self) -> str:
-        pts = "; ".join(f"{n} at {i:.3g} FLOP/byte -> {flop_rate(f)}" for n, i, f in self.points)
-        return (f"RooflinePoints({self.device}: roof {flop_rate(self.peak_flops)} "
-                f"(measured GEMM), {bandwidth(self.bandwidth)} (measured triad), ridge "
-                f"{self.ridge_point:.1f} FLOP/byte; {pts})")
+    def readout_title(self) -> str:
+        return f"{self.device}: measured roofline"
 
-    def _repr_html_(self) -> str:
-        rows = [("roof: compute (GEMM)", "", flop_rate(self.peak_flops)),
-                ("roof: memory (triad)", "", bandwidth(self.bandwidth)),
-                ("ridge point", f"{self.ridge_point:.1f} FLOP/byte", "")]
-        rows += [(n, f"{i:.3g} FLOP/byte", flop_rate(f)) for n, i, f in self.points]
-        return html_table(f"{self.device}: measured roofline", ("", "intensity", "rate"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("roof: compute (GEMM)", self.peak_flops, "FLOP/s"),
+                Row("roof: memory (triad)", self.bandwidth, "B/s"),
+                Row("ridge point", self.ridge_point, "FLOP/byte"),
+                *(Row(f"{n} at {intensity(i)}", f, "FLOP/s") for n, i, f in self.points))
 
 
 def cpu_roofline(*, array_bytes: int | None = None, n: int = 2048,
@@ -224,8 +220,8 @@ def cpu_roofline(*, array_bytes: int | None = None, n: int = 2048,
     return RooflinePoints(cpu_label(), gemm.flops_per_s, triad.bytes_per_s, points)
 
 
-@dataclass(frozen=True)
-class Staircase:
+@dataclass(frozen=True, repr=False)
+class Staircase(Readout):
     """Copy bandwidth against working-set size: steps show the cache levels.
 
     ``working_set`` in bytes (both arrays of the copy), ``gbps`` the copy bandwidth there,
@@ -241,17 +237,13 @@ class Staircase:
         """``(working set bytes, GB/s)`` as NumPy arrays, ready to plot."""
         return np.array(self.working_set, dtype=float), np.array(self.gbps)
 
-    def __repr__(self) -> str:
-        pairs = zip(self.working_set, self.gbps, strict=True)
-        pts = ", ".join(f"{binary_bytes(s)}: {g:,.0f}" for s, g in pairs)
-        caches = ", ".join(f"{k} {binary_bytes(v)}" for k, v in self.caches.items())
-        return f"Staircase({self.device}, copy GB/s by working set: {pts}; caches: {caches})"
+    def readout_title(self) -> str:
+        return f"{self.device}: copy bandwidth by working set"
 
-    def _repr_html_(self) -> str:
-        rows = [(binary_bytes(s), bandwidth(g * 1e9))
-                for s, g in zip(self.working_set, self.gbps, strict=True)]
-        return html_table(f"{self.device}: copy bandwidth by working set",
-                          ("working set", "bandwidth"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (*(Row(f"working set {binary_bytes(s)}", g * 1e9, "B/s")
+                  for s, g in zip(self.working_set, self.gbps, strict=True)),
+                *(Row(f"{k} cache", v, "B") for k, v in self.caches.items()))
 
 
 def default_staircase_sizes() -> list[int]:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._format import bandwidth, html_table
+from .._format import Readout, Row, Table, bandwidth, binary_bytes, memory_size, si
 
 SKIP_TAIL = " — skipped; the rest of this notebook runs without it."
 SKIP_LINE = "No CUDA GPU ({why})" + SKIP_TAIL
@@ -127,8 +127,8 @@ def _compiled(cp, source: str, name: str, options: tuple[str, ...]):
     return kernel
 
 
-@dataclass(frozen=True)
-class KernelResources:
+@dataclass(frozen=True, repr=False)
+class KernelResources(Readout):
     """What the compiler gave one kernel: registers per thread, local memory per thread and
     static shared memory per block.
 
@@ -147,18 +147,14 @@ class KernelResources:
     local_bytes: int
     static_shared_bytes: int
 
-    def __repr__(self) -> str:
-        opts = f" {' '.join(self.options)}" if self.options else ""
-        return (f"KernelResources({self.name}{opts}: {self.registers_per_thread} registers/thread, "
-                f"{self.local_bytes:,} B local memory/thread (spills, local arrays), "
-                f"{self.static_shared_bytes:,} B static shared memory/block)")
+    def readout_title(self) -> str:
+        return f"{self.name}: compiled resources"
 
-    def _repr_html_(self) -> str:
-        rows = [("compiler options", " ".join(self.options) or "none"),
-                ("registers", f"{self.registers_per_thread} per thread"),
-                ("local memory (spills, local arrays)", f"{self.local_bytes:,} B per thread"),
-                ("static shared memory", f"{self.static_shared_bytes:,} B per block")]
-        return html_table(f"{self.name}: compiled resources", ("", ""), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("compiler options", " ".join(self.options) or "none"),
+                Row("registers per thread", self.registers_per_thread),
+                Row("local memory per thread (spills, local arrays)", self.local_bytes, "B"),
+                Row("static shared memory per block", self.static_shared_bytes, "B"))
 
 
 def _kernel_args(source, name, options) -> tuple[str, str, tuple[str, ...]]:
@@ -228,8 +224,8 @@ DEVICE_ATTRIBUTES = {
 }
 
 
-@dataclass(frozen=True)
-class DeviceReport:
+@dataclass(frozen=True, repr=False)
+class DeviceReport(Table):
     """What the CUDA runtime says about the GPU, next to the catalog's datasheet figures.
 
     ``rows`` are ``(quantity, device value, catalog value)`` as text with units.
@@ -244,16 +240,10 @@ class DeviceReport:
     rows: tuple[tuple[str, str, str], ...]
     bandwidth_from_bus: float | None
 
-    def __repr__(self) -> str:
-        width = max(len(r[0]) for r in self.rows)
-        lines = [f"{self.name} (CC {self.cc}); catalog: {self.catalog_name or 'no match'}",
-                 f"{'':<{width}}  {'device':>16}  {'catalog':>16}"]
-        lines += [f"{q:<{width}}  {d:>16}  {c:>16}" for q, d, c in self.rows]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.name}: CUDA runtime vs catalog ({self.catalog_name or 'none'})",
-                          ("quantity", "device", "catalog"), self.rows)
+    def table(self):
+        return (f"{self.name} (CC {self.cc}): CUDA runtime vs catalog "
+                f"({self.catalog_name or 'no match'})", ("quantity", "device", "catalog"),
+                list(self.rows))
 
 
 def device_report_from_raw(raw: dict) -> DeviceReport:
@@ -261,12 +251,21 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
     a = raw["attributes"]
     g = catalog_gpu(raw.get("catalog_name"))
 
-    def val(key, scale=1.0, fmt="{:,.0f}", unit=""):
-        v = a.get(key)
-        return "—" if v is None or v < 0 else fmt.format(v * scale) + unit
+    def count(v) -> str:
+        return f"{v:,.0f}"
 
-    def cat(value, fmt="{:,.0f}", unit=""):
-        return "—" if g is None or value is None else fmt.format(value) + unit
+    def mhz(v) -> str:
+        return si(v * 1e6, "Hz", 4)
+
+    def bits(v) -> str:
+        return f"{v:,.0f} bits"
+
+    def val(key, show=count, scale=1.0):
+        v = a.get(key)
+        return "—" if v is None or v < 0 else show(v * scale)
+
+    def cat(value, show=count):
+        return "—" if g is None or value is None else show(value)
 
     bus, mem_khz = a.get("global_memory_bus_width_bits"), a.get("memory_clock_rate_khz")
     beta = None
@@ -275,25 +274,21 @@ def device_report_from_raw(raw: dict) -> DeviceReport:
 
         beta = memory_bandwidth(int(bus), 2 * mem_khz * 1e3)
     rows = (
-        ("compute capability", raw["cc"], cat(g and g.cc, "{}")),
+        ("compute capability", raw["cc"], cat(g and g.cc, str)),
         ("SMs", val("multiprocessor_count"), cat(g and g.sms)),
-        ("max SM clock", val("clock_rate_khz", 1e-3, unit=" MHz"),
-         cat(g and g.boost_mhz, unit=" MHz")),
-        ("memory", f"{raw['total_memory_bytes'] / GiB:,.1f} GiB",
-         cat(g and g.memory_gb, "{:g}", " GB")),
-        ("memory bus", val("global_memory_bus_width_bits", unit=" bit"),
-         cat(g and g.bus_width_bits, unit=" bit")),
-        ("memory clock", val("memory_clock_rate_khz", 1e-3, unit=" MHz"),
-         cat(g and g.memory_clock_mhz, unit=" MHz")),
+        ("max SM clock", val("clock_rate_khz", mhz, 1e-3), cat(g and g.boost_mhz, mhz)),
+        ("memory", binary_bytes(raw["total_memory_bytes"]),
+         cat(g and g.memory_gb * 1e9, memory_size)),
+        ("memory bus", val("global_memory_bus_width_bits", bits), cat(g and g.bus_width_bits, bits)),
+        ("memory clock", val("memory_clock_rate_khz", mhz, 1e-3),
+         cat(g and g.memory_clock_mhz, mhz)),
         ("DRAM bandwidth", "—" if beta is None else f"{bandwidth(beta)} (bus x rate)",
-         cat(g and g.bandwidth_gbs, unit=" GB/s")),
-        ("L2 cache", val("l2_cache_size", 1 / MiB, "{:,.1f}", " MiB"),
-         cat(g and g.l2_bytes / MiB, "{:,.1f}", " MiB")),
-        ("shared memory / SM", val("max_shared_memory_per_multiprocessor", 1 / 1024, "{:,.0f}",
-                                   " KiB"), "—"),
-        ("shared memory / block (opt-in)", val("max_shared_memory_per_block_optin", 1 / 1024,
-                                               "{:,.0f}", " KiB"), "—"),
-        ("reserved shared memory / block", val("reserved_shared_memory_per_block", unit=" B"),
+         cat(g and g.bandwidth_gbs * 1e9, bandwidth)),
+        ("L2 cache", val("l2_cache_size", binary_bytes), cat(g and g.l2_bytes, binary_bytes)),
+        ("shared memory / SM", val("max_shared_memory_per_multiprocessor", binary_bytes), "—"),
+        ("shared memory / block (opt-in)", val("max_shared_memory_per_block_optin", binary_bytes),
+         "—"),
+        ("reserved shared memory / block", val("reserved_shared_memory_per_block", binary_bytes),
          "—"),
         ("registers / SM", val("max_registers_per_multiprocessor"), "—"),
         ("max threads / SM", val("max_threads_per_multiprocessor"), "—"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, duration, html_table
+from .._format import Readout, Row, Table, bandwidth, binary_bytes, duration, si
 from .gpu import DEVICE_ATTRIBUTES, catalog_gpu, compiled, cupy_module, device_name
 from .gpu_occupancy import runtime_blocks_per_sm
 from .timing import FlopRate, Progress, Timing, time_cuda
@@ -49,12 +49,14 @@ def gemm_from_raw(raw: dict) -> FlopRate:
     rounds = raw.get("rounds", 1)
     each = f" (each of {rounds} allocations)" if rounds > 1 else ""
     if raw.get("mode") == "burst":
-        conditions.append(f"timed after {raw['rest_s']:g} s idle{each}")
+        conditions.append(f"timed after {duration(raw['rest_s'])} idle{each}")
     elif raw.get("mode") == "sustained":
-        conditions.append(f"timed after {raw['sustain_s']:g} s of back-to-back products{each}")
+        conditions.append(f"timed after {duration(raw['sustain_s'])} of back-to-back "
+                          f"products{each}")
     if clock:
         lo, hi = clock["sm_mhz_min"], clock["sm_mhz_max"]
-        span = f"{lo:,.0f} MHz" if lo == hi else f"{lo:,.0f}-{hi:,.0f} MHz"
+        span = (si(lo * 1e6, "Hz", 4) if lo == hi
+                else f"{si(lo * 1e6, 'Hz', 4)} to {si(hi * 1e6, 'Hz', 4)}")
         limits = ", ".join(clock["reasons"]) or "nothing"
         conditions.append(f"SM clock {span}, held back by {limits}")
         if g is not None:
@@ -179,8 +181,8 @@ def gemm_flops(precision: str = "fp16", n: int = 8192, **kw) -> FlopRate:
 
 # -- any kernel ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class KernelTiming:
+@dataclass(frozen=True, repr=False)
+class KernelTiming(Readout):
     """One kernel's measured time with its launch configuration and resources."""
 
     name: str
@@ -193,20 +195,16 @@ class KernelTiming:
     timing: Timing
     extra: dict = field(default_factory=dict, compare=False)
 
-    def __repr__(self) -> str:
-        return (f"KernelTiming({self.name}: {duration(self.timing.median)} median of "
-                f"{self.timing.repeats}; grid {self.grid}, block {self.block}, "
-                f"{self.registers_per_thread} registers/thread, {self.static_smem} B static + "
-                f"{self.shared_mem} B dynamic shared memory, {self.blocks_per_sm} blocks/SM)")
+    def readout_title(self) -> str:
+        return self.name
 
-    def _repr_html_(self) -> str:
-        rows = [("median time", duration(self.timing.median)),
-                ("runs", self.timing.repeats), ("grid x block", f"{self.grid} x {self.block}"),
-                ("registers / thread", self.registers_per_thread),
-                ("shared memory / block", f"{self.static_smem} B static + {self.shared_mem} B "
-                                          "dynamic"),
-                ("blocks / SM (CUDA runtime)", self.blocks_per_sm)]
-        return html_table(self.name, ("quantity", "value"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("median time", self.timing.median, "s"), Row("runs", self.timing.repeats),
+                Row("grid", str(self.grid)), Row("block", str(self.block)),
+                Row("registers per thread", self.registers_per_thread),
+                Row("static shared memory per block", self.static_smem, "B"),
+                Row("dynamic shared memory per block", self.shared_mem, "B"),
+                Row("blocks per SM (CUDA runtime)", self.blocks_per_sm))
 
 
 def time_kernel(source: str, name: str, *, grid, block, args: Sequence = (),
@@ -252,8 +250,8 @@ def _simt_useful_bytes(name: str, n: int, block: tuple[int, ...]) -> int:
     return 2 * n * 4
 
 
-@dataclass(frozen=True)
-class SimtTimings:
+@dataclass(frozen=True, repr=False)
+class SimtTimings(Table):
     """The SIMT teaching kernels timed on a GPU: ``rows`` are
     ``(kernel, n, median seconds, useful GB/s, output correct)``."""
 
@@ -271,16 +269,9 @@ class SimtTimings:
         return [(k, f"{n:,}", duration(t), bandwidth(g * 1e9), "yes" if ok else "NO")
                 for k, n, t, g, ok in self.rows]
 
-    def __repr__(self) -> str:
-        lines = [f"{self.device}: SIMT teaching kernels"]
-        lines += [f"  {k:<28} n={n:<12} {t:>10}  {g:>12}  correct: {ok}"
-                  for k, n, t, g, ok in self._cells()]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: SIMT teaching kernels",
-                          ("kernel", "n", "median time", "useful bandwidth", "correct"),
-                          self._cells())
+    def table(self):
+        return (f"{self.device}: SIMT teaching kernels",
+                ("kernel", "n", "median time", "useful bandwidth", "correct"), self._cells())
 
 
 def simt_from_raw(raw: dict) -> SimtTimings:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, html_table, percent
+from .._format import Table, bandwidth, binary_bytes, percent
 from ..memory import predicted_traffic
 from . import cuda_sources
 from .cpu import Staircase
@@ -170,8 +170,8 @@ def gpu_size_sweep(array_bytes: Sequence[int] | None = None, **kw) -> Staircase:
 
 # -- strided and misaligned access vs the memory model -------------------------------------
 
-@dataclass(frozen=True)
-class AccessSweep:
+@dataclass(frozen=True, repr=False)
+class AccessSweep(Table):
     """Useful bandwidth of the strided (or misaligned) copy, measured and predicted.
 
     ``x`` holds the strides (``pattern == "stride"``) or offsets in elements
@@ -221,18 +221,11 @@ class AccessSweep:
     _HEADER = ("sectors read / warp", "useful/moved", "predicted GB/s", "measured GB/s",
                "error")
 
-    def __repr__(self) -> str:
-        head = (self.pattern, *self._HEADER)
-        lines = [f"{self.device}: {self.element_bytes}-byte elements, useful bandwidth by "
-                 f"{self.pattern} (reference {bandwidth(self.reference_gbps * 1e9)}; prediction moves "
-                 f"{self.fetch_bytes}-byte blocks)",
-                 "  ".join(f"{h:>14}" for h in head)]
-        lines += ["  ".join(f"{c!s:>14}" for c in row) for row in self._rows()]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: {self.element_bytes}-byte elements by {self.pattern}",
-                          (self.pattern, *self._HEADER), self._rows())
+    def table(self):
+        return (f"{self.device}: {self.element_bytes}-byte elements, useful bandwidth by "
+                f"{self.pattern} (reference {bandwidth(self.reference_gbps * 1e9)}; prediction "
+                f"moves {self.fetch_bytes}-byte blocks)", (self.pattern, *self._HEADER),
+                self._rows())
 
 
 def access_sweep_from_raw(raw: dict, reference_gbps: float | None = None, *,
@@ -372,8 +365,8 @@ def smem_addresses(stride: int, element_bytes: int) -> list[int]:
     return [((lane * stride) & mask) * element_bytes for lane in range(32)]
 
 
-@dataclass(frozen=True)
-class BankSweep:
+@dataclass(frozen=True, repr=False)
+class BankSweep(Table):
     """Shared-memory load cost by stride: measured SM cycles per warp-wide load beside the
     memory model's wavefronts (one wavefront per cycle per SM: 32 banks x 4 bytes)."""
 
@@ -399,15 +392,9 @@ class BankSweep:
 
     _HEADER = ("stride", "predicted wavefronts", "measured cycles/load", "ratio")
 
-    def __repr__(self) -> str:
-        lines = [f"{self.device}: shared-memory loads of {self.element_bytes} bytes per lane",
-                 "  ".join(f"{h:>20}" for h in self._HEADER)]
-        lines += ["  ".join(f"{c!s:>20}" for c in row) for row in self._rows()]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: shared-memory loads, {self.element_bytes} B per lane",
-                          self._HEADER, self._rows())
+    def table(self):
+        return (f"{self.device}: shared-memory loads, {binary_bytes(self.element_bytes)} per lane",
+                self._HEADER, self._rows())
 
 
 def bank_sweep_from_raw(raw: dict) -> BankSweep:

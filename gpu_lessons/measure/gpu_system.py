@@ -10,15 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, html_table
+from .._format import Readout, Row, binary_bytes
 from . import cuda_sources
 from .gpu import GiB, MiB, compiled, cupy_module, device_name
 from .timing import Bandwidth, Timing, time_host
 
 # -- launch latency --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class LaunchLatency:
+@dataclass(frozen=True, repr=False)
+class LaunchLatency(Readout):
     """Cost per launch of an empty kernel, in seconds, three ways.
 
     ``back_to_back``: n launches, one synchronize at the end (the CPU's launch cost);
@@ -38,14 +38,11 @@ class LaunchLatency:
         return {"back-to-back": self.back_to_back.median, "sync after each": self.synced.median,
                 "CUDA graph": self.graph.median}
 
-    def __repr__(self) -> str:
-        parts = ", ".join(f"{k} {v * 1e6:.2f} µs" for k, v in self.as_dict().items())
-        return f"LaunchLatency({self.device}, per empty kernel: {parts})"
+    def readout_title(self) -> str:
+        return f"{self.device}: launch cost per empty kernel ({self.n_kernels:,} launches)"
 
-    def _repr_html_(self) -> str:
-        rows = [(k, f"{v * 1e6:.2f} µs") for k, v in self.as_dict().items()]
-        return html_table(f"{self.device}: launch cost per empty kernel "
-                          f"({self.n_kernels} launches)", ("method", "per kernel"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        return tuple(Row(k, v, "s") for k, v in self.as_dict().items())
 
 
 def launch_from_raw(raw: dict) -> LaunchLatency:
@@ -97,8 +94,8 @@ def launch_latency(n_kernels: int = 1000, **kw) -> LaunchLatency:
 
 # -- host <-> device copies ------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Transfers:
+@dataclass(frozen=True, repr=False)
+class Transfers(Readout):
     """Host<->device copy bandwidth from pageable and pinned host memory."""
 
     device: str
@@ -112,14 +109,13 @@ class Transfers:
         raise ValueError(f"no row for direction={direction!r}, memory={memory!r}; have "
                          + ", ".join(repr(r.kind) for r in self.rows))
 
-    def __repr__(self) -> str:
-        parts = "; ".join(f"{r.kind} {bandwidth(r.gbps * 1e9)}" for r in self.rows)
-        return f"Transfers({self.device}: {parts})"
+    def readout_title(self) -> str:
+        sizes = {r.bytes_moved for r in self.rows}
+        each = f" of {binary_bytes(sizes.pop())}" if len(sizes) == 1 else ""
+        return f"{self.device}: host<->device copies{each}"
 
-    def _repr_html_(self) -> str:
-        return html_table(f"{self.device}: host<->device copies", ("copy", "bandwidth", "size"),
-                          [(r.kind, bandwidth(r.gbps * 1e9), binary_bytes(r.bytes_moved))
-                           for r in self.rows])
+    def readout_rows(self) -> tuple[Row, ...]:
+        return tuple(Row(r.kind, r.bytes_per_s, "B/s") for r in self.rows)
 
 
 def transfers_from_raw(raw: dict) -> Transfers:

@@ -137,7 +137,7 @@ def spawn(fn, world_size: int, args: tuple, *, timeout_s: float = 600.0) -> None
     try:
         while not ctx.join(timeout=1.0):
             if time.monotonic() - began > limit:
-                raise MultiGpuError(f"the run took longer than timeout_s={limit:g} s; stopped")
+                raise MultiGpuError(f"the run took longer than timeout_s={limit:g}; stopped")
     except mp.ProcessRaisedException as exc:
         lines = [ln for ln in str(exc).splitlines() if ln.strip()]
         raise MultiGpuError(f"a worker failed: {lines[-1] if lines else exc}\n{exc}") from None

@@ -34,6 +34,7 @@ import socket
 import time
 
 from .. import system
+from .._format import binary_bytes, duration
 from ..overlap_record import OverlapConfig
 from . import nvml
 from .multigpu import switch_off_multicast
@@ -252,7 +253,8 @@ class _Run:
         self.ops.sync()
         want = self.world * (self.world + 1) / 2
         if not bool((grads == want).all()):
-            raise RuntimeError(f"bucketed all-reduce ({bucket_bytes} B buckets) left a wrong sum "
+            raise RuntimeError(f"bucketed all-reduce ({binary_bytes(bucket_bytes)} buckets) left a wrong "
+                               f"sum "
                                f"on rank {self.rank}; timing discarded")
         grads.zero_()
         samples = self.repeat(run)
@@ -365,7 +367,7 @@ def measure_overlap_raw(config: OverlapConfig, backend: str) -> dict:
 
     def done(what):          # progress on rank 0's stdout (the device tool's log)
         if rank == 0:
-            print(f"[overlap] {what} done at {time.monotonic() - began:.1f} s", flush=True)
+            print(f"[overlap] {what} done at {duration(time.monotonic() - began)}", flush=True)
 
     compute = run.compute()
     done("(a) compute alone")
@@ -374,7 +376,7 @@ def measure_overlap_raw(config: OverlapConfig, backend: str) -> dict:
     overlap = []
     for b in config.bucket_bytes:
         overlap.append(run.overlapped(b))
-        done(f"(c) overlap with {b} B buckets")
+        done(f"(c) overlap with {binary_bytes(b)} buckets")
     ordered = sorted(compute)
     contention = run.contention(ordered[len(ordered) // 2])
     done("(d) contention")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import _validate
-from .._format import bandwidth, binary_bytes, duration, flop_rate, html_table, percent
+from .._format import Readout, Row
 
 #: The fewest timed runs a measurement keeps, even when the time budget has run out.
 MIN_REPEATS = 3
@@ -45,8 +45,8 @@ def tflop_per_s(flops: float, seconds: float) -> float:
 
 # -- a set of timed runs ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Timing:
+@dataclass(frozen=True, repr=False)
+class Timing(Readout):
     """Repeated timings of one operation, in seconds, after ``warmup`` untimed runs."""
 
     samples: tuple[float, ...]
@@ -83,11 +83,11 @@ class Timing:
     def repeats(self) -> int:
         return len(self.samples)
 
-    def __repr__(self) -> str:
-        how = f", {self.method}" if self.method else ""
-        return (f"Timing(median {duration(self.median)}, min {duration(self.min)}, "
-                f"max {duration(self.max)}, {self.repeats} runs after {self.warmup} "
-                f"warm-up{how})")
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("median", self.median, "s"), Row("min", self.min, "s"),
+                Row("max", self.max, "s"), Row("runs", self.repeats),
+                Row("warm-up runs", self.warmup),
+                *((Row("method", self.method),) if self.method else ()))
 
     def to_raw(self) -> dict:
         return {"samples": list(self.samples), "warmup": self.warmup, "method": self.method}
@@ -225,8 +225,8 @@ def median_of(values: Sequence[float]) -> float:
 
 # -- results a timing turns into -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Bandwidth:
+@dataclass(frozen=True, repr=False)
+class Bandwidth(Readout):
     """A measured bandwidth: ``bytes_moved`` per run over the median run time.
 
     ``bytes_moved`` counts each array read once and each array written once (the STREAM
@@ -265,29 +265,21 @@ class Bandwidth:
         """Achieved / ``peak_bytes_per_s`` (e.g. a catalog GPU's ``.bandwidth``)."""
         return self.bytes_per_s / _validate.positive("peak_bytes_per_s", peak_bytes_per_s)
 
-    def __repr__(self) -> str:
-        size = f", arrays of {binary_bytes(self.array_bytes)}" if self.array_bytes else ""
-        note = f"; {self.note}" if self.note else ""
-        return (f"{self.device} {self.kind}: {bandwidth(self.bytes_per_s)} "
-                f"({binary_bytes(self.bytes_moved)}"
-                f" per run in {duration(self.timing.median)}, median of "
-                f"{self.timing.repeats}{size}){note}")
+    def readout_title(self) -> str:
+        return f"{self.device}: {self.kind}"
 
-    def _repr_html_(self) -> str:
-        rows = [("bandwidth", bandwidth(self.bytes_per_s)),
-                ("bytes per run", binary_bytes(self.bytes_moved)),
-                ("median time", duration(self.timing.median)),
-                ("runs", f"{self.timing.repeats} (+{self.timing.warmup} warm-up), "
-                         f"{self.timing.method}")]
-        if self.array_bytes:
-            rows.append(("array size", binary_bytes(self.array_bytes)))
-        if self.note:
-            rows.append(("note", self.note))
-        return html_table(f"{self.device}: {self.kind}", ("quantity", "value"), rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        t = self.timing
+        return (Row("bandwidth", self.bytes_per_s, "B/s"), Row("bytes per run", self.bytes_moved, "B"),
+                Row("median time", t.median, "s"), Row("runs", t.repeats),
+                Row("warm-up runs", t.warmup),
+                *((Row("method", t.method),) if t.method else ()),
+                *((Row("array size", self.array_bytes, "B"),) if self.array_bytes else ()),
+                *((Row("note", self.note),) if self.note else ()))
 
 
-@dataclass(frozen=True)
-class FlopRate:
+@dataclass(frozen=True, repr=False)
+class FlopRate(Readout):
     """A measured arithmetic rate: ``flops`` per run over the median run time.
 
     ``min_bytes`` is the least traffic the operation needs (each input read once, the output
@@ -336,35 +328,24 @@ class FlopRate:
         """The rate over the peak at the SM clock the run was read at (None if not read)."""
         return None if not self.clock_peak_flops else self.flops_per_s / self.clock_peak_flops
 
-    def _clock_text(self) -> str:
-        if not self.clock_peak_flops:
-            return ""
-        if self.peak_flops and abs(self.clock_peak_flops / self.peak_flops - 1) < 0.005:
-            return ""  # it ran at the clock the peak assumes: nothing new to say
-        return (f"{percent(self.fraction_of_clock_peak)} of {flop_rate(self.clock_peak_flops)} "
-                "at the clock it ran at")
+    def _at_clock(self) -> bool:
+        """Whether the clock it ran at says something the rated peak does not."""
+        return bool(self.clock_peak_flops) and not (
+            self.peak_flops and abs(self.clock_peak_flops / self.peak_flops - 1) < 0.005)
 
-    def _rate_text(self) -> str:
-        return flop_rate(self.flops_per_s)
+    def readout_title(self) -> str:
+        return f"{self.device}: {self.name}"
 
-    def __repr__(self) -> str:
-        peak = ""
+    def readout_rows(self) -> tuple[Row, ...]:
+        rows = [Row("rate", self.flops_per_s, "FLOP/s"), Row("FLOPs per run", self.flops, "FLOP"),
+                Row("median time", self.timing.median, "s"), Row("runs", self.timing.repeats),
+                Row("intensity", self.intensity, "FLOP/byte")]
         if self.peak_flops:
-            peak = f", {percent(self.fraction_of_peak)} of {flop_rate(self.peak_flops)}"
-        extra = "".join(f"; {t}" for t in (self._clock_text(), self.conditions) if t)
-        return (f"{self.device} {self.name}: {self._rate_text()} ({duration(self.timing.median)}"
-                f" per run, median of {self.timing.repeats}{peak}; intensity "
-                f"{self.intensity:,.1f} FLOP/byte{extra})")
-
-    def _repr_html_(self) -> str:
-        rows = [("rate", self._rate_text()), ("FLOPs per run", f"{self.flops:.4g}"),
-                ("median time", duration(self.timing.median)),
-                ("intensity", f"{self.intensity:,.1f} FLOP/byte")]
-        if self.peak_flops:
-            rows.append(("of peak", f"{percent(self.fraction_of_peak)} of "
-                                    f"{flop_rate(self.peak_flops)}"))
-        if self._clock_text():
-            rows.append(("of peak at its clock", self._clock_text()))
+            rows += [Row("of peak", self.fraction_of_peak, "%"),
+                     Row("peak", self.peak_flops, "FLOP/s")]
+        if self._at_clock():  # it ran at another clock than the peak assumes
+            rows += [Row("of peak at its clock", self.fraction_of_clock_peak, "%"),
+                     Row("peak at its clock", self.clock_peak_flops, "FLOP/s")]
         if self.conditions:
-            rows.append(("conditions", self.conditions))
-        return html_table(f"{self.device}: {self.name}", ("quantity", "value"), rows)
+            rows.append(Row("conditions", self.conditions))
+        return tuple(rows)

@@ -16,14 +16,13 @@ maker that works at any allowed size, the budgets, and the lesson sections that 
 
 from __future__ import annotations
 
-import html
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._format import html_table
+from .._format import Readout, Row, html_table
 from ..kernels import queries, simt
 from ..kernels.lang import KernelLanguageError
 from . import _kernel, _metrics, _races
@@ -232,8 +231,8 @@ class Measure:
     text: str
 
 
-@dataclass(frozen=True)
-class PuzzleResult:
+@dataclass(frozen=True, repr=False)
+class PuzzleResult(Readout):
     """The verdict on one kernel.
 
     ``passed``: correct and within every budget; ``correct``: the spec's output on every
@@ -266,15 +265,16 @@ class PuzzleResult:
     def __str__(self) -> str:
         return self.message
 
-    def __repr__(self) -> str:
-        extra = f", first failure: {self.failure}" if self.failure else ""
-        return f"PuzzleResult({self.puzzle}: {self.status}{extra})"
+    def readout_title(self) -> str:
+        return f"{self.puzzle}: {self.status}"
 
-    def _repr_html_(self) -> str:
-        rows = [(m.name, m.text, "✓" if m.ok else "✗") for m in self.measures]
-        return (f"<p>{html.escape(self.message)}</p>"
-                + (html_table(f"Budgets of {self.puzzle}", ("property", "measured", ""), rows)
-                   if rows else ""))
+    def readout_rows(self) -> tuple[Row, ...]:
+        """The message, what failed first and the line it points at, then each budget as
+        measured, ✓ within it, ✗ over it."""
+        return (Row("verdict", self.message),
+                *((Row("first failure", self.failure),) if self.failure else ()),
+                *((Row("line", self.line),) if self.line is not None else ()),
+                *(Row(m.name, f"{m.text} {'✓' if m.ok else '✗'}") for m in self.measures))
 
 
 # -- judging ------------------------------------------------------------------------------------

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .._format import duration, flop_rate, percent, ratio, si
-from ..kernels.gpu import memory_model_text
+from .._format import Readout, Row
+from ..kernels.gpu import memory_model_rows
 
 
-@dataclass(frozen=True)
-class PuzzleGpuRun:
+@dataclass(frozen=True, repr=False)
+class PuzzleGpuRun(Readout):
     """A puzzle kernel on a GPU next to the models' predictions (times in seconds)."""
 
     puzzle: str
@@ -58,54 +58,43 @@ class PuzzleGpuRun:
     peak_flops: float | None = None    # the catalog's FP32 peak of the GPU it ran on
     model: object = None               # gpu_lessons.perf's TimePrediction for this launch
 
-    def _rows(self):
+    def readout_title(self) -> str:
+        size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
+        return f"{self.puzzle} on {self.device} ({size})"
+
+    def readout_rows(self) -> tuple[Row, ...]:
         spr = self.sectors_per_request
-        rows = [("output", "matches the spec" if self.correct else f"WRONG: {self.wrong}"),
-                ("launch", f"grid {_dims(self.grid)}, block {_dims(self.block)}"),
-                ("measured kernel time", f"{self.seconds * 1e6:,.1f} µs (median of "
-                                         f"{self.repeats}, CUDA events)"),
-                ("simulator: global sectors / request", "–" if spr != spr else f"{spr:.2f}"),
-                ("simulator: shared wavefronts (bank conflicts)",
-                 f"{self.shared_wavefronts:,} ({self.bank_conflicts:,})"),
-                ("simulator: SIMT efficiency", f"{percent(self.simt_efficiency)}"),
-                ("memory model: bytes moved at this size", si(self.predicted_bytes, "B"))]
+        rows = [Row("output", "matches the spec" if self.correct else f"WRONG: {self.wrong}"),
+                Row("launch", f"grid {_dims(self.grid)}, block {_dims(self.block)}"),
+                Row("measured kernel time (median, CUDA events)", self.seconds, "s"),
+                Row("timed runs", self.repeats),
+                Row("simulator: global sectors / request", "–" if spr != spr else spr),
+                Row("simulator: shared wavefronts", self.shared_wavefronts),
+                Row("simulator: bank conflicts", self.bank_conflicts),
+                Row("simulator: SIMT efficiency", self.simt_efficiency, "%"),
+                Row("memory model: bytes moved at this size", self.predicted_bytes, "B")]
         if self.flops and self.peak_flops:
             rate = self.flops / self.seconds
-            rows.append(("arithmetic", f"{si(self.flops, 'FLOP')} → {flop_rate(rate)} measured, "
-                                       f"{percent(rate / self.peak_flops)} of the "
-                                       f"{flop_rate(self.peak_flops)} FP32 peak"))
+            rows += [Row("arithmetic", self.flops, "FLOP"), Row("measured rate", rate, "FLOP/s"),
+                     Row("of the FP32 peak", rate / self.peak_flops, "%"),
+                     Row("FP32 peak", self.peak_flops, "FLOP/s")]
         if self.predicted_seconds is not None and self.flops and self.peak_flops:
             memory = self.predicted_bytes / self.bandwidth
             compute = self.flops / self.peak_flops
-            rows.append(("roofline: time at the catalog peaks",
-                         f"{duration(max(memory, compute))} = max(memory {duration(memory)}, "
-                         f"FP32 arithmetic {duration(compute)}) (measured / predicted = "
-                         f"{ratio(self.seconds / self.predicted_seconds)})"))
+            rows += [Row("roofline: time at the catalog peaks", max(memory, compute), "s"),
+                     Row("roofline: memory", memory, "s"),
+                     Row("roofline: FP32 arithmetic", compute, "s"),
+                     Row("measured / predicted", self.seconds / self.predicted_seconds)]
         elif self.predicted_seconds is not None:
-            rows.append(("memory model: time at the catalog bandwidth",
-                         memory_model_text(self.seconds, self.predicted_seconds,
-                                           self.bandwidth)))
+            rows += memory_model_rows(self.seconds, self.predicted_seconds, self.bandwidth)
         else:
-            rows.append(("memory model: time", f"{self.device} is not in the course's GPU "
-                                               f"catalog, so no bandwidth to divide by"))
+            rows.append(Row("memory model: time", f"{self.device} is not in the course's GPU "
+                                                  f"catalog, so no bandwidth to divide by"))
         if self.model is not None:
-            rows.append(("performance model (predict_time)",
-                         f"{duration(self.model.seconds)}, limited by {self.model.limiter} "
-                         f"(measured / predicted = {ratio(self.seconds / self.model.seconds)})"))
-        return rows
-
-    def __repr__(self) -> str:
-        size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
-        lines = [f"{self.puzzle} on {self.device} ({size}):"]
-        lines += [f"  {k}: {v}" for k, v in self._rows()]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        from .._format import html_table
-
-        size = ", ".join(f"{k}={v:,}" for k, v in self.size.items())
-        return html_table(f"{self.puzzle} on {self.device} ({size})", ("quantity", "value"),
-                          self._rows())
+            rows += [Row("performance model (predict_time)", self.model.seconds, "s"),
+                     Row("performance model: limiter", self.model.limiter),
+                     Row("measured / performance model", self.seconds / self.model.seconds)]
+        return tuple(rows)
 
 
 def _dims(d) -> str:

@@ -110,7 +110,8 @@ def _design_example(gpu, regs, regs_min, smem_per_warp, target) -> tuple:
                key=lambda c: (c[2].occupancy, c[0], c[1]))
     threads, r, occ = best
     if occ.occupancy < target / 100:
-        raise AssertionError(f"06.occupancy_design: no design reaches {target} % on {gpu}")
+        raise AssertionError(f"06.occupancy_design: no design reaches {percent(target / 100)} on "
+                             f"{gpu}")
     return threads, r, occ.limiter
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .._format import percent
 from .._math import cdiv
 from ..capstone import classify
 from ..costs import elementwise, gemm_tiled
@@ -53,7 +54,7 @@ def _symptom(profile) -> str:
 
 def _symptom_fields(profile) -> dict:
     fractions, _, words = _PROFILES[profile]
-    units = ", ".join(f"{name} {100 * f:.0f} %" for name, f in fractions.items())
+    units = ", ".join(f"{name} {percent(f)}" for name, f in fractions.items())
     return {"units": units, "words": words}
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import cache
 
 from .. import capstone, costs, latency, memory
+from .._format import bandwidth
 from .._math import cdiv
 from ..capstone import diagnose, evidence
 from ..hardware import catalog, measured
@@ -60,7 +61,7 @@ def _float4_kernel():
         key="float4_x", title="Read the x of every float4 point", code=_FLOAT4_CODE,
         gpu="H200 SXM", precision="fp32", sizes=f"{_N:,} float4 points (x: 240 MiB out)",
         cost=cost, seconds=measured("h200.strided_copy.float_stride4_us").si, measured=True,
-        time_source=f"measured: strided_copy_4 at stride 4, {_float4_bandwidth() / 1e9:,.0f} GB/s "
+        time_source=f"measured: strided_copy_4 at stride 4, {bandwidth(_float4_bandwidth())} "
                     f"useful, the same warp access pattern (docs/measured/h200.md, '4-byte "
                     f"elements by stride')",
         accesses=(capstone.WarpAccess("load p[i].x", tuple(memory.aos_field(16, 0))),

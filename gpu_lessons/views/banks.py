@@ -21,6 +21,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, FixedTicker, HoverTool, 
 from bokeh.plotting import figure
 
 from .. import _validate, memory
+from .._format import binary_bytes
 from ._base import PALETTE, Explorer, dropdown, lane_ranges, slider
 
 #: Access patterns: key -> label shown in the dropdown.
@@ -167,7 +168,7 @@ class BankExplorer(Explorer):
             f"(ideal {s.ideal_wavefronts}) → <b>{s.bank_conflicts} bank "
             f"conflict{'s' if s.bank_conflicts != 1 else ''}</b>, worst bank "
             f"<b>{s.ways}-way</b>; {s.phases} phase{'s' if s.phases != 1 else ''} "
-            f"(lanes {phases}) of {s.bytes_per_thread} B per lane")
+            f"(lanes {phases}) of {binary_bytes(s.bytes_per_thread)} per lane")
 
     def _draw(self, s: memory.SharedLoad) -> None:
         # word -> (bank, lanes reading it, phases it is read in); words and banks are the model's
@@ -222,7 +223,7 @@ class BankExplorer(Explorer):
 
         self.ticker.ticks = list(range(0, n, 1 if n <= 16 else 4))  # labels must not overlap
         self.figures[0].yaxis.major_label_overrides = {
-            i: f"{r * memory.WAVEFRONT_BYTES} B" for i, r in enumerate(rows)}
+            i: binary_bytes(r * memory.WAVEFRONT_BYTES) for i, r in enumerate(rows)}
         self.figures[0].y_range.start = n - 0.5
         self.figures[0].y_range.end = lane_y - lane_h / 2 - 0.1
 

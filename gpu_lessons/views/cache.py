@@ -208,14 +208,14 @@ class CacheExplorer(Explorer):
         self.footprint.data = dict(line=factors_of(LINE_SIZES),
                                    kib=[sw.footprint_bytes / 1024] * len(LINE_SIZES))
 
-        sector = f", {SECTOR_BYTES} B sectors" if v["sectors"] else ""
+        sector = f", {binary_bytes(SECTOR_BYTES)} sectors" if v["sectors"] else ""
         self.set_readout(
             f"{trace.name}: <b>hit rate {percent(st.hit_rate)}</b> — {st.hits:,} hits, "
             f"<b>{st.misses:,} misses</b> of {st.accesses:,} accesses; "
             f"<b>fetched {binary_bytes(st.bytes_from_next)}</b>, wrote back "
             f"{binary_bytes(st.bytes_to_next)} (footprint {binary_bytes(trace.footprint_bytes)}); "
             f"cache {binary_bytes(size)} = {cache.sets} sets × {cache.ways} ways × "
-            f"{cache.line_bytes} B{sector}, {cache.policy.upper()}")
+            f"{binary_bytes(cache.line_bytes)}{sector}, {cache.policy.upper()}")
 
 
 def _warm_up() -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
+from .._format import bandwidth, intensity, memory_size
 from ..hardware import PRECISIONS, catalog, gpu
 from ._base import PALETTE, Explorer, dropdown
 
@@ -38,9 +39,9 @@ class CatalogExplorer(Explorer):
             ridge=[g.ridge_point(p) for p in rows],
             color=[PALETTE[0] if "tensor" in LABELS[p] else PALETTE[1] for p in rows])
         self.set_readout(
-            f"{g.name}: {g.sms} SMs × {g.fp32_cores_per_sm} FP32 cores, {g.memory_gb:g} GB "
-            f"{g.memory_type} at {g.bandwidth_gbs:,.0f} GB/s; FP32 ridge point "
-            f"{g.ridge_point('fp32'):.1f} FLOP/byte")
+            f"{g.name}: {g.sms} SMs × {g.fp32_cores_per_sm} FP32 cores, "
+            f"{memory_size(g.memory_gb * 1e9)} {g.memory_type} at {bandwidth(g.bandwidth_gbs * 1e9)}; "
+            f"FP32 ridge point {intensity(g.ridge_point('fp32'))}")
 
 
 def catalog_explorer(name: str = "H100 SXM5") -> CatalogExplorer:

@@ -19,7 +19,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from .. import _validate, memory
-from .._format import percent
+from .._format import binary_bytes, percent
 from ._base import PALETTE, Explorer, dropdown, lane_ranges, slider
 
 #: Access patterns: key -> label shown in the dropdown.
@@ -171,10 +171,12 @@ class CoalescingExplorer(Explorer):
         share = " (above 100 %: lanes share bytes)" if g.efficiency > 1 else ""
         plural = "s" if g.sectors != 1 else ""
         self.set_readout(
-            f"<b>{g.sectors} sector{plural}/request</b> ({g.moved_bytes} B moved in 32-byte "
+            f"<b>{g.sectors} sector{plural}/request</b> ({binary_bytes(g.moved_bytes)} moved in "
+            f"32-byte "
             f"sectors) "
             f"from {g.lines} × 128-byte line{'s' if g.lines != 1 else ''}; requested "
-            f"{g.requested_bytes} B ({g.active_lanes} lanes × {g.bytes_per_thread} B) → "
+            f"{binary_bytes(g.requested_bytes)} ({g.active_lanes} lanes × "
+            f"{binary_bytes(g.bytes_per_thread)}) → "
             f"efficiency <b>{percent(g.efficiency)}</b>{share}")
 
     def _draw(self, g: memory.GlobalLoad) -> None:
@@ -214,7 +216,7 @@ class CoalescingExplorer(Explorer):
             x=[x0 + (slot[ln] + (memory.SECTORS_PER_LINE - 1) / 2) * w for ln in line_ids],
             width=[memory.SECTORS_PER_LINE * w] * len(line_ids),
             line=list(line_ids), first=[ln * memory.LINE_BYTES for ln in line_ids],
-            label=[f"@{ln * memory.LINE_BYTES} B" if few else "" for ln in line_ids])
+            label=[f"@{binary_bytes(ln * memory.LINE_BYTES)}" if few else "" for ln in line_ids])
 
         sector_x = dict(zip(sec["sector"], sec["x"], strict=True))
         active = [(lane, a, s) for lane, (a, s) in enumerate(

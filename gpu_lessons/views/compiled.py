@@ -42,7 +42,7 @@ class CompiledExplorer(Explorer):
         first = max(counts, key=counts.get) if counts else options[0][1]
         line = widgets.Dropdown(options=options, value=first, description="Python line",
                                 style=STYLE, layout=LAYOUT)
-        notes = html.escape("; ".join(f"{k}: {v}" for k, v in compiled.rows()))
+        notes = html.escape("; ".join(f"{r.label}: {r.text}" for r in compiled.readout_rows()))
         super().__init__({"line": line}, [], notes=notes)
 
     def _update(self) -> None:

@@ -32,7 +32,7 @@ from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, Hove
 from bokeh.plotting import figure
 
 from .. import _validate, costs
-from .._format import bandwidth, binary_bytes, memory_size, percent, ratio, si
+from .._format import bandwidth, binary_bytes, intensity, memory_size, percent, ratio, si
 from .._math import cdiv
 from ..hardware import gpu as catalog_gpu
 from ..kernels.simt import SimResult
@@ -242,7 +242,7 @@ def _cost_columns(x, ks) -> dict:
     return {"x": list(x), "y": [k.intensity for k in ks],
             "flops": [si(k.flops, "FLOP") for k in ks], "bytes": [si(k.bytes, "B") for k in ks],
             "per_flop": [f"{ratio(k.bytes / k.flops)} B/FLOP" for k in ks],
-            "text": [f"{ratio(k.intensity)} FLOP/byte" for k in ks]}
+            "text": [intensity(k.intensity) for k in ks]}
 
 
 def _log_log(title: str):

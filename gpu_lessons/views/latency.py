@@ -18,6 +18,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
 from .._format import bandwidth as _bandwidth
+from .._format import binary_bytes, duration, si
 from ..hardware import catalog, gpu
 from ..latency import (
     SCHEDULERS_PER_SM,
@@ -149,13 +150,13 @@ class LatencyExplorer(Explorer):
             f"Latency hidden (T/I) at <b>{cv.saturation:.1f} warps</b> per scheduler. "
             f"Whole SM, GTO bound ({SCHEDULERS_PER_SM} schedulers): {SCHEDULERS_PER_SM * n} "
             f"warps/SM give "
-            f"{sm.issue_rate:.2f} instructions/cycle, {sm.bytes_per_cycle:.1f} B/cycle "
+            f"{sm.issue_rate:.2f} instructions/cycle, {si(sm.bytes_per_cycle, 'B/cycle')} "
             f"with {WARP_LOAD_BYTES}-B warp loads, limited by {sm.limiter}.<br>"
             f"Little's law on {law.gpu}: {_bandwidth(law.bandwidth)} × "
-            f"{law.latency_ns:g} ns ({law.latency_cycles:,.0f} cycles at boost clock) = "
-            f"<b>{law.bytes_in_flight / 1e6:.2f} MB in flight</b>, "
-            f"{law.bytes_per_sm / 1024:.1f} KiB per SM → {law.threads_per_sm:,.0f} "
-            f"threads/SM at {law.bytes_per_thread} B each = <b>{law.warps_per_sm:.0f} "
+            f"{duration(law.latency_ns * 1e-9)} ({law.latency_cycles:,.0f} cycles at boost "
+            f"clock) = <b>{si(law.bytes_in_flight, 'B')} in flight</b>, "
+            f"{binary_bytes(law.bytes_per_sm)} per SM → {law.threads_per_sm:,.0f} "
+            f"threads/SM at {binary_bytes(law.bytes_per_thread)} each = <b>{law.warps_per_sm:.0f} "
             f"warps/SM</b> needed; {verdict}.")
 
 

@@ -113,8 +113,8 @@ class MfuExplorer(Explorer):
         notes = (f"The RTX 4090 example (4 GPUs, 0.1 TFLOP/step × 50 steps/s) divided by "
                  f"{flop_rate(bad.peak_flops_per_gpu)} per GPU, the FP16-accumulate "
                  f"peak: MFU {percent(bad.mfu)}. Mixed-precision training accumulates in "
-                 f"FP32, where the RTX 4090 peaks at {good.peak_flops_per_gpu * 1e-12:.1f} "
-                 f"TFLOP/s: MFU {percent(good.mfu)}. Peaks are dense (never 2:4 sparse).")
+                 f"FP32, where the RTX 4090 peaks at {flop_rate(good.peak_flops_per_gpu)}: MFU "
+                 f"{percent(good.mfu)}. Peaks are dense (never 2:4 sparse).")
         super().__init__(controls, [fig1, fig2, fig3], notes=notes)
 
     def _on_change(self, change):

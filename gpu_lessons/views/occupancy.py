@@ -65,7 +65,7 @@ class OccupancyExplorer(Explorer):
             "shared_mem_per_block": slider("shared memory per block", smem, 0,
                                            spec.shared_per_block_optin, 128, unit="bytes"),
             "carveout": dropdown("shared-memory carveout (% of max)",
-                                 [("driver default" if c == -1 else f"{c} %", c)
+                                 [("driver default" if c == -1 else percent(c / 100), c)
                                   for c in carveouts], carveout),
             "opt_in": widgets.Checkbox(value=opt_in, style=STYLE, layout=LAYOUT,
                                        description="opted in to > 48 KB shared memory/block"),
@@ -202,9 +202,9 @@ def _readout(r: _occ.Occupancy) -> str:
                  f"<small>{html.escape(how)}</small>")
         rows.append([f"<b>{c}</b>" for c in cells] if name in r.limiters else cells)
     alloc = (f"<small>allocated: {r.registers_per_warp:,} registers/warp, "
-             f"{r.registers_per_block:,} registers/block, {r.shared_mem_allocated:,} B shared "
-             f"memory/block; SM shared-memory capacity {r.sm_shared_mem:,} B "
-             f"({binary_bytes(r.sm_shared_mem)})</small>")
+             f"{r.registers_per_block:,} registers/block, {binary_bytes(r.shared_mem_allocated)} "
+             f"shared memory/block; SM shared-memory capacity "
+             f"{binary_bytes(r.sm_shared_mem)}</small>")
     note = (f"<br><span style='color:{PALETTE[3]}'>{html.escape(r.note)}</span>"
             if r.note else "")
     return (head + html_table("", ("limit", "blocks/SM", "how it is computed"), rows, escape=False)

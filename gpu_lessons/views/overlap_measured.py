@@ -18,7 +18,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
 from .. import overlap
-from .._format import binary_bytes, percent
+from .._format import bandwidth, binary_bytes, duration, percent
 from ._base import PALETTE
 
 #: Most bucket sizes on the model's line (one per possible number of layers per bucket).
@@ -119,12 +119,13 @@ class MeasuredOverlapPanel:
         worst = max(cmp_.rows, key=lambda r: -1 if r.error is None else abs(r.error))
         c = m.contention
         return html.escape(
-            f"Measured on {m.label}: compute {m.compute_us:,.1f} µs alone "
-            f"({m.layer_us:,.1f} µs per layer); all-reduce fitted with α = "
-            f"{fit.latency_us:,.2f} µs, B = {fit.busbw_gbs:,.1f} GB/s; beside NCCL the GEMMs "
+            f"Measured on {m.label}: compute {duration(m.compute_us * 1e-6)} alone "
+            f"({duration(m.layer_us * 1e-6)} per layer); all-reduce fitted with α = "
+            f"{duration(fit.latency_us * 1e-6)}, B = {bandwidth(fit.busbw_gbs * 1e9)}; beside "
+            f"NCCL the GEMMs "
             f"ran {percent(c.compute_slowdown, signed=True)} longer "
             f"(SM share {percent(c.comm_sm_fraction)}). "
             f"With {percent(comm_sm_fraction)} of the SMs taken: {cmp_.agreeing} of {len(cmp_.rows)} "
             f"points within {percent(cmp_.tolerance)}; the furthest, buckets of "
-            f"{binary_bytes(worst.bucket_bytes)}: measured {worst.measured_us:,.1f} µs, model "
-            f"{worst.predicted_us:,.1f} µs ({overlap.signed_percent(worst.error)}).")
+            f"{binary_bytes(worst.bucket_bytes)}: measured {duration(worst.measured_us * 1e-6)}, "
+            f"model {duration(worst.predicted_us * 1e-6)} ({overlap.signed_percent(worst.error)}).")

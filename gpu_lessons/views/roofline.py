@@ -18,7 +18,7 @@ from bokeh.plotting import figure
 
 from .. import _validate, costs
 from .. import roofline as _roofline
-from .._format import flop_rate, html_table, ratio, si
+from .._format import flop_rate, html_table, intensity, si
 from ..hardware import PRECISIONS, catalog, gpu
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown
 
@@ -351,8 +351,8 @@ def _readout(kernel_costs, rows, skipped) -> str:
     head = ["kernel", "intensity", *(f"<span style='color:{color}'>{html.escape(name)}</span>"
                                      for name, color, _, _ in rows)]
     table = [(f"<i>ridge point ({html.escape(rows[0][2].compute)} / DRAM)</i>", "",
-              *(f"{model.ridge_point:,.1f} FLOP/byte" for _, _, model, _ in rows))]
-    table += [(html.escape(cost.name), f"{ratio(cost.intensity)} FLOP/byte",
+              *(intensity(model.ridge_point) for _, _, model, _ in rows))]
+    table += [(html.escape(cost.name), intensity(cost.intensity),
                *(f"{flop_rate(row[k].flops_per_s)}, {row[k].bound.bound}" for _, _, _, row in rows))
               for k, cost in enumerate(kernel_costs)]
     text = html_table("", head, table, escape=False)

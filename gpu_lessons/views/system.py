@@ -18,7 +18,7 @@ from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Span
 from bokeh.plotting import figure
 
 from .. import system
-from .._format import bandwidth, percent
+from .._format import bandwidth, duration, percent
 from ._base import LAYOUT, PALETTE, STYLE, Explorer, dropdown, slider
 from .overlap_measured import MeasuredOverlapPanel
 
@@ -158,7 +158,7 @@ class LaunchExplorer(Explorer):
         self.bars.data = _gantt_data(run.timeline)
         self.gantt_figure.x_range.start = 0
         self.gantt_figure.x_range.end = max(s.end for s in run.timeline) * 1.02
-        self.gantt_figure.title.text = (f"one step: {n} kernels of {d:,.2f} µs, "
+        self.gantt_figure.title.text = (f"one step: {n} kernels of {duration(d * 1e-6)}, "
                                         f"{MODE_LABELS[mode]}")
         others = system.compare_modes(n, d, **kw)
         self.modes = others
@@ -167,13 +167,16 @@ class LaunchExplorer(Explorer):
                      "kernels are longer than a launch at every batch" if knee == 0 else
                      "kernels are shorter than a launch at every batch")
         self.set_readout(
-            f"Batch {batch}: kernel <b>{d:,.2f} µs</b>, launch {run.launch_us:g} µs. Step of "
-            f"{n} kernels: <b>{run.step_us:,.1f} µs</b> ({run.per_kernel_us:,.2f} µs/kernel), "
+            f"Batch {batch}: kernel <b>{duration(d * 1e-6)}</b>, launch "
+            f"{duration(run.launch_us * 1e-6)}. Step of {n} kernels: "
+            f"<b>{duration(run.step_us * 1e-6)}</b> ({duration(run.per_kernel_us * 1e-6)} per "
+            f"kernel), "
             f"GPU busy <b>{percent(run.utilisation)}</b>; {knee_text}.<br>"
-            + "; ".join(f"{MODE_LABELS[r.mode].split(':')[0]}: {r.step_us:,.1f} µs "
-                        f"({r.per_kernel_us:,.2f} µs/kernel), busy {percent(r.utilisation)}"
-                        for r in others.runs)
-            + f" (sync round trip {run.sync_us:g} µs, graph node {run.graph_node_us:g} µs).")
+            + "; ".join(f"{MODE_LABELS[r.mode].split(':')[0]}: {duration(r.step_us * 1e-6)} "
+                        f"({duration(r.per_kernel_us * 1e-6)} per kernel), busy "
+                        f"{percent(r.utilisation)}" for r in others.runs)
+            + f" (sync round trip {duration(run.sync_us * 1e-6)}, graph node "
+              f"{duration(run.graph_node_us * 1e-6)}).")
 
 
 def launch_explorer(**kwargs) -> LaunchExplorer:
@@ -290,19 +293,23 @@ class OverlapExplorer(Explorer):
         self.gantt_figure.x_range.start = 0
         self.gantt_figure.x_range.end = run.step_ms * 1.02
         self.gantt_figure.title.text = (f"one step, overlap {'on' if overlap else 'off'}: "
-                                        f"{run.step_ms:,.2f} ms")
+                                        f"{duration(run.step_ms * 1e-3)}")
         self.breakdown.data = dict(case=["overlap off", "overlap on"],
                                    compute=[runs[k].compute_ms for k in (False, True)],
                                    sharing=[runs[k].slowdown_ms for k in (False, True)],
                                    exposed=[runs[k].exposed_comm_ms for k in (False, True)])
+
+        def ms(milliseconds: float) -> str:
+            return duration(milliseconds * 1e-3)
+
         self.set_readout(
-            f"Step <b>{run.step_ms:,.2f} ms</b> = compute {run.compute_ms:,.2f} ms + slowed by "
-            f"SM sharing {run.slowdown_ms:,.2f} ms + <b>exposed communication "
-            f"{run.exposed_comm_ms:,.2f} ms</b>. All-reduce: {len(run.buckets)} buckets, "
-            f"{run.comm_ms:,.2f} ms in all, {run.hidden_comm_ms:,.2f} ms of it "
+            f"Step <b>{ms(run.step_ms)}</b> = compute {ms(run.compute_ms)} + slowed by "
+            f"SM sharing {ms(run.slowdown_ms)} + <b>exposed communication "
+            f"{ms(run.exposed_comm_ms)}</b>. All-reduce: {len(run.buckets)} buckets, "
+            f"{ms(run.comm_ms)} in all, {ms(run.hidden_comm_ms)} of it "
             f"({percent(run.hidden_fraction)}) hidden behind backward.<br>Overlap off: "
-            f"{runs[False].step_ms:,.2f} ms; overlap on: "
-            f"{runs[True].step_ms:,.2f} ms."
+            f"{ms(runs[False].step_ms)}; overlap on: "
+            f"{ms(runs[True].step_ms)}."
             + ("" if self.measured is None else
                "<br>" + self.measured.update(self.controls["comm_sm_percent"].value / 100)))
 

@@ -73,13 +73,15 @@ def test_matches_the_simulator_and_sets_the_time_beside_the_models(monkeypatch):
     assert r.shared_wavefronts == 0 and r.bank_conflicts == 0
     assert r.bandwidth == pytest.approx(4.8e12)
     assert r.predicted_seconds == pytest.approx(2048 / 4.8e12)
-    text = repr(r)
-    assert "the simulator's, bit for bit" in text
-    assert "5.00 µs (median of 20, CUDA events)" in text
-    assert "2,048 B (32 B per sector)" in text
-    # 2048 B / 4.8 TB/s = 0.427 ns; 5 µs / 0.427 ns = 11,719
-    assert "0.427 ns at 4,800 GB/s (measured / predicted = 11,719)" in text
-    assert "<table>" in r._repr_html_()
+    rows = {row.label: row.value for row in r.readout_rows()}
+    assert rows["output"] == "the simulator's, bit for bit"
+    assert rows["measured kernel time (median, CUDA events)"] == pytest.approx(5e-6)
+    assert rows["timed runs"] == 20 and rows["memory model: bytes moved (32 B per sector)"] == 2048
+    # 2048 B / 4.8 TB/s = 0.427 ns; 5 µs / 0.427 ns = 11,719; under 1 µs: the launch's time
+    assert rows["memory model: time at the catalog bandwidth"] == pytest.approx(0.42667e-9,
+                                                                                rel=1e-4)
+    assert rows["measured / predicted"] == pytest.approx(11_718.75)
+    assert "the measured time is the launch's" in rows["note"]
 
 
 @needs_cxx
@@ -92,7 +94,7 @@ def test_a_difference_is_named_with_its_element(monkeypatch):
     r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert not r.matches
     assert r.difference.startswith("out[37] is 1.5 on the GPU, ")
-    assert "DIFFERS from the simulator's: out[37]" in repr(r)
+    assert r.readout_rows()[0].value.startswith("DIFFERS from the simulator's: out[37]")
 
 
 @needs_cxx
@@ -101,4 +103,4 @@ def test_a_gpu_outside_the_catalog_gets_no_model_time(monkeypatch):
     x, out = _inputs()
     r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert r.predicted_seconds is None and r.bandwidth is None
-    assert "not in the course's GPU catalog" in repr(r)
+    assert "not in the course's GPU catalog" in r.readout_rows()[-1].value

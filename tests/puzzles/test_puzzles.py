@@ -1807,27 +1807,34 @@ def test_a_gpu_run_reads_in_units_and_says_when_the_launch_is_all_it_measured():
         return PuzzleGpuRun("map", "NVIDIA H200", {"n": 1024}, (1,), (1024,), True, None,
                             seconds, 20, 4.0, 0, 0, 1.0, moved, predicted, 4.8e12)
 
+    def rows(r):
+        return {row.label: row.value for row in r.readout_rows()}
+
     # 1,024 floats read and written: 8,192 B; 8,192 B / 4.8e12 B/s = 1.71 ns
-    tiny = repr(run(8.0e-6, 8192.0, 8192 / 4.8e12))
-    assert "launch: grid 1, block 1,024" in tiny
-    assert "bytes moved at this size: 8.19 kB" in tiny
-    assert "1.71 ns at 4,800 GB/s (measured / predicted = 4,688)" in tiny
-    assert "the measured time is the launch's" in tiny
+    tiny = rows(run(8.0e-6, 8192.0, 8192 / 4.8e12))
+    assert tiny["launch"] == "grid 1, block 1,024"
+    assert tiny["memory model: bytes moved at this size"] == 8192
+    assert tiny["memory model: time at the catalog bandwidth"] == pytest.approx(1.7067e-9, rel=1e-4)
+    assert tiny["catalog bandwidth"] == 4.8e12
+    assert tiny["measured / predicted"] == pytest.approx(4687.5)
+    assert "the measured time is the launch's" in tiny["note"]
     # 16 Mi floats in and out: 134 MB in 28.0 µs at 4.8 TB/s; measured 83.0 µs is 2.97x
-    big = repr(run(83.0e-6, 134217728.0, 134217728 / 4.8e12))
-    assert "134 MB" in big and "28 µs at 4,800 GB/s (measured / predicted = 2.97)" in big
-    assert "launch's" not in big
+    big = rows(run(83.0e-6, 134217728.0, 134217728 / 4.8e12))
+    assert big["memory model: time at the catalog bandwidth"] == pytest.approx(27.96e-6, rel=1e-3)
+    assert big["measured / predicted"] == pytest.approx(2.968, rel=1e-3) and "note" not in big
     # a product of 4,096² matrices: 2 × 4096³ = 137.4 GFLOP; in 16.94 ms that is 8.11 TFLOP/s,
     # 12.1 % of the H200's 66.9 TFLOP/s FP32 peak; the roofline's time is the arithmetic's,
     # 137.4e9 / 66.9e12 = 2.05 ms (memory: 335.5 MB / 4.8 TB/s = 69.9 µs); 16.94 / 2.054 = 8.25
     flops = 2 * 4096**3
-    mm = PuzzleGpuRun("matmul_tiled", "NVIDIA H200", {"n": 4096}, (256, 256), (16, 16), True,
-                      None, 16.94e-3, 20, 4.0, 0, 0, 1.0, 335.5e6, flops / 66.9e12, 4.8e12,
-                      float(flops), 66.9e12)
-    text = repr(mm)
-    assert "137 GFLOP → 8.1 TFLOP/s measured, 12.1 % of the 66.9 TFLOP/s FP32 peak" in text
-    assert ("2.05 ms = max(memory 69.9 µs, FP32 arithmetic 2.05 ms) "
-            "(measured / predicted = 8.25)") in text
+    mm = rows(PuzzleGpuRun("matmul_tiled", "NVIDIA H200", {"n": 4096}, (256, 256), (16, 16), True,
+                           None, 16.94e-3, 20, 4.0, 0, 0, 1.0, 335.5e6, flops / 66.9e12, 4.8e12,
+                           float(flops), 66.9e12))
+    assert mm["arithmetic"] == flops and mm["measured rate"] == pytest.approx(8.113e12, rel=1e-3)
+    assert mm["of the FP32 peak"] == pytest.approx(0.1213, rel=1e-3)
+    assert mm["roofline: time at the catalog peaks"] == pytest.approx(2.054e-3, rel=1e-3)
+    assert mm["roofline: memory"] == pytest.approx(69.9e-6, rel=1e-3)
+    assert mm["roofline: FP32 arithmetic"] == pytest.approx(2.054e-3, rel=1e-3)
+    assert mm["measured / predicted"] == pytest.approx(8.247, rel=1e-3)
     assert puzzles.find("matmul_tiled").flops(n=4096) == flops
 
 def test_show_draws_a_kernel_and_says_when_it_cannot(capsys):
@@ -1889,8 +1896,12 @@ def test_show_draws_the_warp_asked_for_with_the_learner_s_block_size():
 
 def test_results_read_well():
     r = puzzles.evaluate("transpose", transpose_naive)
-    assert repr(r) == "PuzzleResult(transpose: failed, first failure: store_sectors)"
-    assert "<table>" in r._repr_html_() and "✗" in r._repr_html_()
+    rows = {row.label: row.value for row in r.readout_rows()}
+    assert r.readout_title() == "transpose: failed" and rows["verdict"] == r.message == str(r)
+    assert rows["first failure"] == "store_sectors"
+    # every budget measured has its row, marked as the kernel met it
+    assert [m.name for m in r.measures] == list(rows)[-len(r.measures):]
+    assert any(rows[m.name].endswith(" ✗") for m in r.measures if not m.ok)
     p = puzzles.find("transpose")
     assert repr(p) == "Puzzle('transpose': Transpose without bank conflicts, lesson 04)"
     assert "transpose_kernel(t, a, out, n)" in p._repr_html_()

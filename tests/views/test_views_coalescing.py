@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import memory
+from gpu_lessons._format import binary_bytes
 from gpu_lessons.views._base import PALETTE
 from gpu_lessons.views.coalescing import (
     PATTERNS,
@@ -178,7 +179,8 @@ def test_patterns_use_the_models_helpers(ex, pattern, extra, addresses):
     g = memory.global_load(addresses, 4)
     assert ex.lanes.data["address"] == addresses
     assert tuple(_touched(ex)) == g.sector_ids
-    assert f"{g.requested_bytes} B" in ex.readout.value and f"{g.moved_bytes} B" in ex.readout.value
+    assert f"requested {binary_bytes(g.requested_bytes)}" in ex.readout.value
+    assert f"({binary_bytes(g.moved_bytes)} moved" in ex.readout.value
     assert f"efficiency <b>{100 * g.efficiency:.3g} %</b>" in ex.readout.value
 
 

@@ -27,10 +27,10 @@ def test_default_state_hand_derived():
     assert cur["loads"][0] == pytest.approx(8 * 36 / 435 * 4 / 36)
     assert e.saturation_spans[0].location == pytest.approx(435 / 36)
     assert "0.662" in e.readout.value and "12.1 warps" in e.readout.value
-    # H100 SXM5: 3350 GB/s × 600 ns = 2.01 MB; / 132 SMs = 15,227 B = 14.9 KiB per SM;
+    # H100 SXM5: 3350 GB/s × 600 ns = 2.01 MB; / 132 SMs = 15,227 B = 14.87 KiB per SM;
     # / 4 B = 3,807 threads = 119 warps per SM, more than 64 → 2 loads per thread
     assert "2.01 MB in flight" in e.readout.value
-    assert "14.9 KiB per SM" in e.readout.value
+    assert "14.87 KiB per SM" in e.readout.value
     assert "119 warps/SM" in e.readout.value
     assert "needs 2 loads in flight" in e.readout.value
     # Hopper: 64 warps per SM over 4 schedulers
@@ -82,7 +82,7 @@ def test_littles_law_other_gpus():
     assert "2.88 MB in flight" in e.readout.value and "170 warps/SM" in e.readout.value
     e.controls["gpu"].value = "V100 SXM2"
     # 900 GB/s × 600 ns = 540 kB; / 80 SMs / 4 B / 32 = 52.7 warps ≤ 64
-    assert "0.54 MB in flight" in e.readout.value and "53 warps/SM" in e.readout.value
+    assert "540 kB in flight" in e.readout.value and "53 warps/SM" in e.readout.value
     assert "full occupancy is enough" in e.readout.value
     e.controls["gpu"].value = "RTX 4090"   # CC 8.9: 48 warps per SM / 4 schedulers
     assert e.limit_spans[1].location == 12

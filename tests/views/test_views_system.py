@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_lessons import system
+from gpu_lessons._format import duration
 from gpu_lessons.views import system as view
 from gpu_lessons.views.system import launch_explorer, overlap_explorer
 
@@ -33,7 +34,7 @@ def test_launch_default_hand_derived():
     assert e.current.data["kernel_us"] == [pytest.approx(3.6)]
     assert e.current.data["utilisation"][0] == pytest.approx(100 * 36 / 69.02)
     text = e.readout.value
-    assert "69.0 µs" in text and "52.2 %" in text and "145.7 µs" in text
+    assert "69 µs" in text and "52.2 %" in text and "146 µs" in text
     # kernel = launch at (6.05 − 2) / 0.05 = 81 items
     assert e.knee.location == pytest.approx(81)
     assert "batch 81" in text
@@ -53,7 +54,7 @@ def test_launch_bound_forty_percent():
                         final_sync=False)
     assert e.run.step_us == pytest.approx(252)
     assert e.current.data["utilisation"][0] == pytest.approx(100 * 100 / 252)
-    assert "252.0 µs" in e.readout.value
+    assert "252 µs" in e.readout.value
 
 
 def test_launch_modes_and_graph():
@@ -95,7 +96,7 @@ def test_launch_v100_reproduces_grays_blog():
     assert per_kernel["async"] == pytest.approx(3.8, abs=0.05)
     assert per_kernel["sync"] == pytest.approx(9.6, abs=0.05)
     assert per_kernel["graph"] == pytest.approx(3.4, abs=0.05)
-    assert f"{per_kernel['sync']:.2f} µs/kernel" in e.readout.value
+    assert f"{duration(per_kernel['sync'] * 1e-6)} per kernel" in e.readout.value
 
 
 def test_launch_zero_kernel_is_refused_visibly():
@@ -130,8 +131,8 @@ def test_overlap_default_hand_derived():
     assert off.comm_ms == pytest.approx(12 * RING_64MIB_8)
     # no overlap: every all-reduce after the backward pass
     assert off.step_ms == pytest.approx(72 + 12 * RING_64MIB_8)
-    assert "44.73 ms in all" in e.readout.value
-    assert f"Overlap off: {72 + 12 * RING_64MIB_8:,.2f} ms" in e.readout.value
+    assert "44.7 ms in all" in e.readout.value
+    assert f"Overlap off: {duration((72 + 12 * RING_64MIB_8) * 1e-3)}" in e.readout.value
     assert e.breakdown.data["compute"] == [pytest.approx(72)] * 2
     assert e.breakdown.data["exposed"][0] == pytest.approx(12 * RING_64MIB_8)
     assert on.step_ms < off.step_ms
@@ -145,7 +146,8 @@ def test_overlap_hides_all_but_the_last_bucket():
     assert on.step_ms == pytest.approx(72 + RING_64MIB_8)
     assert on.exposed_comm_ms == pytest.approx(RING_64MIB_8)
     # 11 of the 12 equal all-reduces hidden: 92 %
-    assert f"{11 * RING_64MIB_8:,.2f} ms of it (91.7 %) hidden behind backward" in e.readout.value
+    assert (f"{duration(11 * RING_64MIB_8 * 1e-3)} of it (91.7 %) hidden behind backward"
+            in e.readout.value)
     comm = _bars(e, "comm")
     assert len(comm) == 12
     assert comm[0][0] == pytest.approx(24 + 4)   # layer 11's backward ends at 28 ms

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._format import binary_bytes
 from .errors import SimtError
 from .lanes import _READ, _WRITE, SIM_FILES, _caller_line, _Memory
 
@@ -43,7 +44,7 @@ class _AsyncOps:
         size = dst.data.dtype.itemsize
         if type(width) is not int or width * size not in COPY_BYTES:
             raise ValueError(f"t.copy_async copies 4, 8 or 16 bytes a lane: width must make "
-                             f"width x {size} B one of them, got {width!r}")
+                             f"width x {binary_bytes(size)} one of them, got {width!r}")
         if not self._mask_bits:
             return
         if width == 1:

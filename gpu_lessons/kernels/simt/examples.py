@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _validate
+from ..._format import Readout, Row
 from ..._math import cdiv
 from .launch import run
 from .result import SimResult
@@ -367,7 +368,7 @@ def cuda_launch(name: str, n: int | None = None, *, block: int = 256, iters: int
 
 
 @dataclass(frozen=True, repr=False)
-class KernelRun:
+class KernelRun(Readout):
     """A teaching kernel run in the simulator: the record, the output and NumPy's answer."""
 
     name: str
@@ -379,16 +380,16 @@ class KernelRun:
     def correct(self) -> bool:
         return bool(np.array_equal(self.output, self.expected))
 
-    def __repr__(self) -> str:
-        verdict = ("output matches NumPy" if self.correct
-                   else f"output DIFFERS from NumPy in "
-                        f"{int(np.count_nonzero(self.output != self.expected))} of "
-                        f"{self.output.size} values")
-        return f"{self.sim!r}\n  {verdict}"
+    def readout_title(self) -> str:
+        return self.sim.readout_title()
 
-    def _repr_html_(self) -> str:
-        verdict = "matches NumPy" if self.correct else "<b>differs from NumPy</b>"
-        return self.sim._repr_html_() + f"<p>{self.name}: output {verdict}</p>"
+    def readout_rows(self) -> tuple[Row, ...]:
+        if self.correct:
+            verdict = "matches NumPy"
+        else:
+            wrong = int(np.count_nonzero(self.output != self.expected))
+            verdict = f"DIFFERS from NumPy in {wrong:,} of {self.output.size:,} values"
+        return (*self.sim.readout_rows(), Row("output", verdict))
 
 
 def simulate(name: str, n: int | None = None, *, block: int = 256, iters: int = 1,

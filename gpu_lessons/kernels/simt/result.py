@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _validate
-from ..._format import html_table, percent
+from ..._format import Readout, Row, binary_bytes
 from ..._math import cdiv
 from ...hardware import WARP_SIZE
 from ...memory import BANK_BYTES, BANKS, SECTOR_BYTES
@@ -236,11 +236,11 @@ class SharedArray:
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line is not None else ""
-        return f"{self.name}: {self.nbytes:,} B{where}"
+        return f"{self.name}: {binary_bytes(self.nbytes)}{where}"
 
 
-@dataclass(frozen=True)
-class Stats:
+@dataclass(frozen=True, repr=False)
+class Stats(Readout):
     """Totals over a set of warp instructions.
 
     simt_efficiency      = sum(active lanes) / (32 x instructions)
@@ -293,27 +293,30 @@ class Stats:
         return (self.atomic_serialisation / self.atomic_instructions
                 if self.atomic_instructions else float("nan"))
 
-    def __repr__(self) -> str:
-        parts = [f"{self.instructions} warp instructions, SIMT efficiency "
-                 f"{percent(self.simt_efficiency)}"]
+    def readout_rows(self) -> tuple[Row, ...]:
+        """Warp instructions and SIMT efficiency, then each kind of traffic the run had."""
+        rows = [Row("warp instructions", self.instructions),
+                Row("SIMT efficiency", self.simt_efficiency, "%")]
         if self.global_requests:
-            parts.append(f"global: {self.global_requests} requests, {self.global_sectors} "
-                         f"sectors ({self.sectors_per_request:.2f} sectors/request, "
-                         f"{percent(self.global_efficiency)} of moved bytes used)")
+            rows += [Row("global requests", self.global_requests),
+                     Row("global sectors", self.global_sectors),
+                     Row("sectors / request", self.sectors_per_request),
+                     Row("moved bytes used", self.global_efficiency, "%")]
         if self.shared_requests:
-            parts.append(f"shared: {self.shared_requests} requests, {self.shared_wavefronts} "
-                         f"wavefronts, {self.bank_conflicts} bank conflicts")
+            rows += [Row("shared requests", self.shared_requests),
+                     Row("shared wavefronts", self.shared_wavefronts),
+                     Row("bank conflicts", self.bank_conflicts)]
         if self.atomic_instructions:
-            parts.append(f"atomics: {self.atomic_instructions} instructions, "
-                         f"{self.atomic_lanes} lane operations, serialisation "
-                         f"{self.atomic_serialisation}")
+            rows += [Row("atomic instructions", self.atomic_instructions),
+                     Row("atomic lane operations", self.atomic_lanes),
+                     Row("atomic serialisation", self.atomic_serialisation)]
         if self.shuffle_instructions:
-            parts.append(f"shuffles: {self.shuffle_instructions}, "
-                         f"{self.shuffle_inactive_reads} reads of inactive lanes")
+            rows += [Row("shuffles", self.shuffle_instructions),
+                     Row("shuffle reads of inactive lanes", self.shuffle_inactive_reads)]
         if self.barrier_instructions:
-            parts.append(f"{self.barrier_instructions} barrier instructions, "
-                         f"{self.barrier_wait} issue slots waiting")
-        return "Stats(" + "; ".join(parts) + ")"
+            rows += [Row("barrier instructions", self.barrier_instructions),
+                     Row("issue slots waiting at barriers", self.barrier_wait)]
+        return tuple(rows)
 
 
 def _stats(events) -> Stats:
@@ -353,8 +356,8 @@ def _stats(events) -> Stats:
                  shuffle_instructions=by_kind["shfl"], shuffle_inactive_reads=sinactive)
 
 
-@dataclass(frozen=True)
-class ArrayStats:
+@dataclass(frozen=True, repr=False)
+class ArrayStats(Readout):
     """Traffic of one array over a run (shared arrays: summed over every block's copy).
 
     ``loads``/``stores``/``atomics``: warp instructions (requests) on it;
@@ -407,15 +410,19 @@ class ArrayStats:
     def loads_per_element(self) -> float:
         return self.load_elements / self.size
 
-    def __repr__(self) -> str:
-        parts = [f"{self.space} {self.name}{list(self.shape)}: {self.loads} loads "
-                 f"({self.load_elements} elements, {self.loads_per_element:.2f} per element), "
-                 f"{self.stores} stores, {self.atomics} atomics"]
+    def readout_title(self) -> str:
+        return f"{self.space} {self.name}{list(self.shape)}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        rows = [Row("loads", self.loads), Row("elements loaded", self.load_elements),
+                Row("loads per element", self.loads_per_element), Row("stores", self.stores),
+                Row("atomics", self.atomics)]
         if self.space == "global" and self.requests:
-            parts.append(f"{self.sectors} sectors ({self.sectors_per_request:.2f} per request)")
+            rows += [Row("sectors", self.sectors),
+                     Row("sectors / request", self.sectors_per_request)]
         if self.space == "shared" and self.requests:
-            parts.append(f"{self.wavefronts} wavefronts ({self.bank_conflicts} bank conflicts)")
-        return "ArrayStats(" + "; ".join(parts) + ")"
+            rows += [Row("wavefronts", self.wavefronts), Row("bank conflicts", self.bank_conflicts)]
+        return tuple(rows)
 
 
 def _array_stats(events, shapes: dict) -> dict[str, ArrayStats]:
@@ -440,7 +447,7 @@ def _array_stats(events, shapes: dict) -> dict[str, ArrayStats]:
 
 
 @dataclass(frozen=True, repr=False)
-class AccessMap:
+class AccessMap(Readout):
     """Per element of one array: how the selected memory instructions touched it.
 
     Arrays are flat (row-major, ``size`` elements).  ``accesses``: lane accesses (loads +
@@ -486,11 +493,14 @@ class AccessMap:
     def sectors_touched(self) -> np.ndarray:
         return np.unique(self.sector[self.accesses > 0])
 
-    def __repr__(self) -> str:
-        touched = int(np.count_nonzero(self.accesses))
-        return (f"AccessMap({self.space} {self.array}{list(self.shape)}: {self.instructions} "
-                f"instructions, {int(self.accesses.sum())} lane accesses to {touched} of "
-                f"{self.size} elements)")
+    def readout_title(self) -> str:
+        return f"AccessMap of {self.space} {self.array}{list(self.shape)}"
+
+    def readout_rows(self) -> tuple[Row, ...]:
+        return (Row("instructions", self.instructions),
+                Row("lane accesses", int(self.accesses.sum())),
+                Row("elements touched", int(np.count_nonzero(self.accesses))),
+                Row("elements", self.size))
 
 
 def _access_map(info: ArrayStats, events) -> AccessMap:
@@ -514,7 +524,7 @@ def _access_map(info: ArrayStats, events) -> AccessMap:
 
 
 @dataclass(frozen=True, repr=False)
-class SimResult:
+class SimResult(Readout):
     """What a run recorded: the event log, hazards and totals.
 
     ``barriers``: block-wide barriers passed (one per ``__syncthreads()`` per block);
@@ -631,60 +641,21 @@ class SimResult:
             return np.zeros((WARP_SIZE, 0), dtype=bool)
         return np.stack([e.lanes for e in evs], axis=1)
 
-    def __repr__(self) -> str:
-        t = self.totals
-        order = (f"{self.order} order" if isinstance(self.order, str)
-                 else f"random order, seed {self.order}")
-        lines = [f"SimResult({self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
-                 f", warps take turns in {order})",
-                 f"  {t.instructions} warp instructions, SIMT efficiency "
-                 f"{percent(t.simt_efficiency)}"]
-        if t.global_requests:
-            lines.append(f"  global memory: {t.global_requests} requests, {t.global_sectors} "
-                         f"sectors = {t.sectors_per_request:.2f} sectors/request "
-                         f"({percent(t.global_efficiency)} of moved bytes used)")
-        if self.shared_bytes_per_block:
-            lines.append(f"  shared memory declared: {self.shared_bytes_per_block:,} B per "
-                         f"block ({', '.join(map(str, self.shared_arrays))})")
-        if t.shared_requests:
-            lines.append(f"  shared memory: {t.shared_requests} requests, "
-                         f"{t.shared_wavefronts} wavefronts, {t.bank_conflicts} bank "
-                         f"conflicts")
-        if t.atomic_instructions:
-            lines.append(f"  atomics: {t.atomic_instructions} instructions, {t.atomic_lanes} "
-                         f"lane operations, serialisation {t.atomic_serialisation} "
-                         f"(most lanes on one address, summed over instructions)")
-        if t.shuffle_instructions:
-            lines.append(f"  shuffles: {t.shuffle_instructions} instructions, "
-                         f"{t.shuffle_inactive_reads} reads of inactive lanes")
-        lines.append(f"  barriers: {self.barriers} (block-wide), "
-                     f"{t.barrier_wait} issue slots spent waiting")
-        if self.races:
-            lines.append(f"  RACES: {len(self.races)} shared words, e.g.")
-            lines += [f"    {r}" for r in self.races[:3]]
-        else:
-            lines.append("  races: none found")
-        lines += [f"  note: {n}" for n in self.notes[:5]]
-        return "\n".join(lines)
+    def readout_title(self) -> str:
+        return f"SIMT run of {self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
 
-    def _repr_html_(self) -> str:
-        t = self.totals
-        rows = [("launch", f"{self.kernel}<<<{_dim_text(self.grid)}, "
-                           f"{_dim_text(self.block)}>>>"),
-                ("warp instructions", f"{t.instructions}"),
-                ("SIMT efficiency", f"{percent(t.simt_efficiency)}"),
-                ("global requests", f"{t.global_requests}"),
-                ("sectors / request",
-                 f"{t.sectors_per_request:.2f}" if t.global_requests else "–"),
-                ("shared memory per block", f"{self.shared_bytes_per_block:,} B"),
-                ("shared requests", f"{t.shared_requests}"),
-                ("bank conflicts", f"{t.bank_conflicts}"),
-                ("atomic instructions", f"{t.atomic_instructions}"),
-                ("atomic serialisation", f"{t.atomic_serialisation}"),
-                ("shuffles", f"{t.shuffle_instructions}"),
-                ("barriers", f"{self.barriers}"),
-                ("races", f"{len(self.races)}" + (f": {self.races[0]}" if self.races else ""))]
-        return html_table("SIMT run", None, rows)
+    def readout_rows(self) -> tuple[Row, ...]:
+        """The warps' order, the totals' rows, the shared memory declared, the barriers, the
+        races (the first three named) and the first five notes."""
+        order = (f"{self.order}" if isinstance(self.order, str)
+                 else f"random, seed {self.order}")
+        declared = ((Row("shared memory declared per block", self.shared_bytes_per_block, "B"),
+                     Row("shared arrays", ", ".join(map(str, self.shared_arrays))))
+                    if self.shared_bytes_per_block else ())
+        return (Row("warps take turns in order", order), *self.totals.readout_rows(), *declared,
+                Row("barriers (block-wide)", self.barriers), Row("races", len(self.races)),
+                *(Row("race", str(r)) for r in self.races[:3]),
+                *(Row("note", n) for n in self.notes[:5]))
 
 
 def _dim_text(d) -> str:

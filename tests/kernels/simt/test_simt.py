@@ -685,15 +685,18 @@ def test_result_reports_the_shared_memory_a_block_declared():
     assert r.shared_bytes_per_block == 1_232
     assert [(a.name, a.nbytes, a.line) for a in r.shared_arrays] == [
         ("tile", 1_056, first + 1), ("spare", 80, first + 2)]
-    assert "shared memory declared: 1,232 B per block" in repr(r)
-    assert "1,232 B" in r._repr_html_()
+    rows = {row.label: row.value for row in r.readout_rows()}
+    assert rows["shared memory declared per block"] == 1_232
+    # 1,056 B = 1.03125 KiB
+    assert rows["shared arrays"] == (f"tile: 1.031 KiB (line {first + 1}), "
+                                     f"spare: 80 B (line {first + 2})")
 
     def none(t, x):
         x[t.thread_idx.x] = 0.0
 
     r = run(none, 1, 32, np.ones(32, np.float32))
     assert r.shared_bytes_per_block == 0 and r.shared_arrays == ()
-    assert "shared memory declared" not in repr(r)
+    assert "shared memory declared per block" not in [row.label for row in r.readout_rows()]
 
     def block_zero_only(t, x):       # every block declares the same: __shared__ is top-level
         if t.block_idx.x == 0:
@@ -752,9 +755,7 @@ def test_launch_shapes():
     assert br.grid == (4, 1, 1) and br.inputs[2:] == (1000, 1)
 
 
-def test_reports_carry_units():
+def test_a_teaching_kernels_run_says_whether_it_matches_numpy():
     r = K.simulate("transpose_naive")
-    text = repr(r)
-    assert "sectors/request" in text and "SIMT efficiency" in text and "matches NumPy" in text
-    assert "<table>" in r.sim._repr_html_()
-    assert "bank conflicts" in repr(K.simulate("transpose_tiled").sim.totals)
+    assert r.readout_rows()[-1].value == "matches NumPy"
+    assert r.readout_rows()[:-1] == r.sim.readout_rows()

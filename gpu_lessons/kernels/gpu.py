@@ -16,6 +16,7 @@ from .cuda_types import (
     CudaSource,
 )
 from .simt.lanes import MAX_BLOCK_DIM, MAX_GRID_DIM
+from .simt.result import launch_text
 
 # -- running on a GPU -----------------------------------------------------------------------------
 
@@ -42,7 +43,7 @@ class GpuRun:
         return self.timing.median * 1e6
 
     def __repr__(self) -> str:
-        return (f"GpuRun({self.kernel}<<<{_dims_text(self.grid)}, {_dims_text(self.block)}>>> on "
+        return (f"GpuRun({self.kernel}<<<{launch_text(self.grid, self.block, drop_trailing_ones=True)}>>> on "
                 f"{self.device}: {self.us:,.2f} µs median of {self.timing.repeats} runs after "
                 f"{self.timing.warmup} warm-up, CUDA events; {self.registers_per_thread} "
                 f"registers/thread{'' if self.exact else ', fused multiply-adds allowed'})")
@@ -53,18 +54,11 @@ class GpuRun:
         rows = [("median kernel time", f"{self.us:,.2f} µs"),
                 ("timed runs", f"{self.timing.repeats} after {self.timing.warmup} warm-up, "
                                "CUDA events"),
-                ("launch", f"&lt;&lt;&lt;{_dims_text(self.grid)}, {_dims_text(self.block)}"
+                ("launch", f"&lt;&lt;&lt;{launch_text(self.grid, self.block, drop_trailing_ones=True)}"
                            f"&gt;&gt;&gt;"),
                 ("registers / thread", str(self.registers_per_thread)),
                 ("dynamic shared memory", f"{self.dynamic_shared_bytes} B")]
         return html_table(f"{self.kernel} on {self.device}", ("quantity", "value"), rows)
-
-
-def _dims_text(d) -> str:
-    d = tuple(d)
-    while len(d) > 1 and d[-1] == 1:
-        d = d[:-1]
-    return str(d[0]) if len(d) == 1 else str(d)
 
 
 def launch_args(source: CudaSource, args) -> list:
@@ -213,7 +207,7 @@ class BesideSimulator:
         return rows
 
     def __repr__(self) -> str:
-        head = (f"{self.gpu.kernel}<<<{_dims_text(self.gpu.grid)}, {_dims_text(self.gpu.block)}"
+        head = (f"{self.gpu.kernel}<<<{launch_text(self.gpu.grid, self.gpu.block, drop_trailing_ones=True)}"
                 f">>> on {self.gpu.device}:")
         return "\n".join([head, *(f"  {k}: {v}" for k, v in self._rows())])
 

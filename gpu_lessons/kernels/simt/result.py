@@ -635,7 +635,7 @@ class SimResult:
         t = self.totals
         order = (f"{self.order} order" if isinstance(self.order, str)
                  else f"random order, seed {self.order}")
-        lines = [f"SimResult({self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
+        lines = [f"SimResult({self.kernel}<<<{launch_text(self.grid, self.block)}>>>"
                  f", warps take turns in {order})",
                  f"  {t.instructions} warp instructions, SIMT efficiency "
                  f"{percent(t.simt_efficiency)}"]
@@ -669,8 +669,7 @@ class SimResult:
 
     def _repr_html_(self) -> str:
         t = self.totals
-        rows = [("launch", f"{self.kernel}<<<{_dim_text(self.grid)}, "
-                           f"{_dim_text(self.block)}>>>"),
+        rows = [("launch", f"{self.kernel}<<<{launch_text(self.grid, self.block)}>>>"),
                 ("warp instructions", f"{t.instructions}"),
                 ("SIMT efficiency", f"{percent(t.simt_efficiency)}"),
                 ("global requests", f"{t.global_requests}"),
@@ -687,7 +686,16 @@ class SimResult:
         return html_table("SIMT run", None, rows)
 
 
-def _dim_text(d) -> str:
-    if d.y == 1 and d.z == 1:
-        return str(d.x)
-    return f"({d.x}, {d.y}, {d.z})"
+def launch_text(grid, block, *, drop_trailing_ones: bool = False) -> str:
+    """A launch's grid and block as its ``<<<grid, block>>>`` shows them: ``4`` for (4, 1, 1),
+    otherwise every dimension, ``(4, 2, 1)``, or with ``drop_trailing_ones`` the dimensions up
+    to the last that is not 1, ``(4, 2)``."""
+    def one(d) -> str:
+        d = tuple(d)
+        if all(v == 1 for v in d[1:]):
+            return str(d[0])
+        while drop_trailing_ones and d[-1] == 1:
+            d = d[:-1]
+        return "(" + ", ".join(str(v) for v in d) + ")"
+
+    return f"{one(grid)}, {one(block)}"

@@ -86,12 +86,12 @@ NOTEBOOKS = {
     # own checks pass, an answer object whose == is always True, and a fake success banner.
     "tamper_05.ipynb": [
         "import gpu_lessons.checks as C\n"
-        "import gpu_lessons.questions.ch05 as ch05\n"
+        "import gpu_lessons.questions.lesson05 as lesson05\n"
         "from gpu_lessons import hardware\n\n"
         "hardware.GPU.ridge_point = lambda self, *a, **k: 1.0\n"
-        "ch05._ridge_h100_fp16 = lambda: 1.0\n"
-        "ch05._axpy_bound = lambda: 'compute-bound'\n"
-        "ch05._kernel_time_reference = lambda flops, bytes_moved, peak_flops, bandwidth: 1.0\n"
+        "lesson05._ridge_h100_fp16 = lambda: 1.0\n"
+        "lesson05._axpy_bound = lambda: 'compute-bound'\n"
+        "lesson05._kernel_time_reference = lambda flops, bytes_moved, peak_flops, bandwidth: 1.0\n"
         "C._close = lambda *a, **k: True\n"
         "C.check = check = lambda *a, **k: print('✓ correct')",
         "ridge_h100 = 1.0\nC.check('05.ridge_h100', ridge_h100)",

@@ -79,11 +79,11 @@ def jupyterlab():
 #: collected late is run by one worker alone at the end while the other idles; started first,
 #: they leave the short files and the notebooks to even out the two workers' finish.
 LONGEST_FIRST = (
-    "tests/test_book.py", "tests/test_grade.py", "tests/test_perf_model.py",
-    "tests/puzzles/test_puzzles.py", "tests/test_browser.py", "tests/test_grade_breaches.py",
-    "tests/test_other_graders.py", "tests/kernels/test_registers_h200.py",
+    "tests/test_book.py", "tests/grading/test_grade.py", "tests/test_perf_model.py",
+    "tests/puzzles/test_puzzles.py", "tests/test_browser.py", "tests/grading/test_grade_breaches.py",
+    "tests/grading/test_other_graders.py", "tests/kernels/test_registers_h200.py",
     "tests/test_assignments.py", "tests/kernels/test_equivalence.py",
-    "tests/test_puzzle_variants.py", "tests/kernels/test_sgemm_ladder.py",
+    "tests/puzzles/test_puzzle_variants.py", "tests/kernels/test_sgemm_ladder.py",
 )
 
 

@@ -1,4 +1,4 @@
-"""Write the adversarial submissions that tests/test_grade.py grades (chapter 05).
+"""Write the adversarial submissions that tests/grading/test_grade.py grades (chapter 05).
 
 Run ``python tests/submissions/make_submissions.py`` after changing a notebook here; the
 .ipynb files are kept in git so an instructor can open them and see what each one tries.
@@ -376,7 +376,7 @@ HOSTILE = {
 # The three breaches and the weaknesses of the second red-team review, each retried.  Every
 # one ends with the three answers, the last of them depending on whether the attack was
 # stopped (`blocked`): a notebook whose attack worked loses the 05.axpy_bound point, so a
-# full score proves the attack failed (tests/test_grade_breaches.py).
+# full score proves the attack failed (tests/grading/test_grade_breaches.py).
 MEMFD_HOG = '''\
 import os
 

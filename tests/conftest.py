@@ -74,7 +74,7 @@ def jupyterlab():
     return _running_jupyterlab
 
 
-#: The suite's longest files, longest first (CPU seconds: docs/measured/test_suite.md).
+#: The suite's longest files, longest first (wall seconds: docs/measured/test_suite.md).
 #: pytest-xdist (``--dist loadfile``) hands out whole files in collection order, so a long file
 #: collected late is run by one worker alone at the end while the other idles; started first,
 #: they leave the short files and the notebooks to even out the two workers' finish.

@@ -31,13 +31,17 @@ BOOK_OUT = ROOT / "build" / "book"
 #: builds so that a rebuild re-runs only the notebooks whose code changed.
 BOOK_CACHE = ROOT / "build" / "book-cache"
 
-# pytest's arguments for the full suite: unit/property tests, then nbval over every notebook
-# folder.  --nbval-lax checks that cells run (outputs are not stored); bokeh's per-run ids make
-# strict output comparison meaningless.  pytest-xdist runs one worker per core and hands each
-# a whole file at a time (--dist loadfile): a notebook's cells share one kernel, so they stay
-# on one worker, in order, as do a test module's module-scoped fixtures (the book's build).
+# pytest's arguments for the full suite: unit/property tests, then nbval over the exercise and
+# solution notebooks.  --nbval-lax checks that cells run (outputs are not stored); bokeh's
+# per-run ids make strict output comparison meaningless.  The lessons (notebooks/) run once, in
+# tests/test_book.py's build: it executes every lesson from an empty cache of its own, with
+# nbval's 300 s per cell and a failing cell failing the build, so nbval does not run them again
+# (``pytest --nbval-lax --nbval-current-env notebooks/NN_name.ipynb`` still runs one alone).
+# pytest-xdist runs one worker per core and hands each a whole file at a time (--dist
+# loadfile): a notebook's cells share one kernel, so they stay on one worker, in order, as do a
+# test module's module-scoped fixtures (the book's build).
 # ``-n 0`` after ``test`` runs everything in one process again.
-TEST_DIRS = ["tests", "notebooks", "exercises", "solutions"]
+TEST_DIRS = ["tests", "exercises", "solutions"]
 PYTEST_ARGS = [
     "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=300",
     "-p", "no:cacheprovider",
@@ -99,25 +103,27 @@ def test(args: list[str]) -> int:
     env = dict(os.environ, BOKEH_RESOURCES="inline", PYDEVD_DISABLE_FILE_VALIDATION="1")
     say("ruff check")
     lint = subprocess.call([str(BIN / "ruff"), "check", "."], cwd=ROOT)
-    say("pytest: unit and property tests, then every notebook under nbval")
+    say("pytest: unit and property tests, the book (every lesson run), then the exercises and "
+        "solutions under nbval")
     dirs = [d for d in TEST_DIRS if (ROOT / d).is_dir()]
     code = subprocess.call([str(PY), "-m", "pytest", *dirs, *PYTEST_ARGS, *args], cwd=ROOT, env=env)
     say(f"test suite wall time: {time.monotonic() - began:.0f} s")
     return code or lint
 
 
-def book_command(python: str | Path, out: Path = BOOK_OUT, args: list[str] = ()) -> list[str]:
+def book_command(python: str | Path, out: Path = BOOK_OUT, args: list[str] = (),
+                 cache: Path = BOOK_CACHE) -> list[str]:
     """sphinx-build's command line for the book (``tests/test_book.py`` builds with this one).
 
     ``-W --keep-going``: every page is still written, but a warning (a link to a missing page
     or heading, a notebook that fails to run) makes the build fail, so CI catches it."""
     return [str(python), "-m", "sphinx", "-b", "html", "-c", "book",
-            "-d", str(BOOK_CACHE / "doctrees"), "-W", "--keep-going", *args, ".", str(out)]
+            "-d", str(cache / "doctrees"), "-W", "--keep-going", *args, ".", str(out)]
 
 
-def book_env() -> dict[str, str]:
+def book_env(cache: Path = BOOK_CACHE) -> dict[str, str]:
     return dict(os.environ, BOKEH_RESOURCES="inline", PYDEVD_DISABLE_FILE_VALIDATION="1",
-                GPU_LESSONS_BOOK_CACHE=str(BOOK_CACHE / "jupyter"))
+                GPU_LESSONS_BOOK_CACHE=str(cache / "jupyter"))
 
 
 def book(args: list[str]) -> int:

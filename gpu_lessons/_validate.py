@@ -13,6 +13,18 @@ from collections.abc import Iterable
 
 import numpy as np
 
+#: NumPy's number scalars beside Python's; every NumPy scalar (complex, str, datetime too).
+_NUMBERS = (int, float, bool, np.integer, np.floating, np.bool_)
+_SCALARS = (int, float, bool, np.generic)
+
+
+def is_number(value, *, any_numpy_scalar: bool = False) -> bool:
+    """A plain number: a Python ``int``, ``float`` or ``bool``, or NumPy's integer, floating or
+    bool scalar (what a kernel's outside names and scalar arguments may hold).  With
+    ``any_numpy_scalar`` every NumPy scalar (``np.generic``) counts as well: the simulator hands
+    those to NumPy as a value every lane shares, and NumPy says what they mean."""
+    return isinstance(value, _SCALARS if any_numpy_scalar else _NUMBERS)
+
 
 def integer(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an ``int`` if it is an integer in ``[low, high]``."""

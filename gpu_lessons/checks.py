@@ -13,7 +13,7 @@ In an exercise notebook a learner fills in a stub and runs the check below it::
   and otherwise says how it is off (too high / too low / wrong units) — never the expected
   value.  In Jupyter the failure shows as that one line, not a traceback.
 
-Questions live in ``gpu_lessons.questions.chNN`` (one module per chapter), declared with the
+Questions live in ``gpu_lessons.questions.lessonNN`` (one module per chapter), declared with the
 types of :mod:`gpu_lessons.questions.types`.  A question is a :class:`Question` whose
 ``answer`` is one of three kinds:
 
@@ -134,7 +134,7 @@ def evaluate(question_id: str | Question, answer, *,
 
 
 def questions(chapter) -> tuple[Question, ...]:
-    """The questions of ``chapter`` (1–10, or "05", "ch05"), in the order the exercise asks."""
+    """The questions of ``chapter`` (1–10, or "05", "lesson05"), in the order the exercise asks."""
     return _questions.load(chapter)
 
 

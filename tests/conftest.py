@@ -72,3 +72,21 @@ def jupyterlab():
     """``with jupyterlab(argv, log_path, cwd=..., env=...) as url:`` — JupyterLab served on a
     free port for the browser and start tests, stopped (its whole process group) afterwards."""
     return _running_jupyterlab
+
+
+#: The suite's longest files, longest first (wall seconds: docs/measured/test_suite.md).
+#: pytest-xdist (``--dist loadfile``) hands out whole files in collection order, so a long file
+#: collected late is run by one worker alone at the end while the other idles; started first,
+#: they leave the short files and the notebooks to even out the two workers' finish.
+LONGEST_FIRST = (
+    "tests/test_book.py", "tests/grading/test_grade.py", "tests/test_perf_model.py",
+    "tests/puzzles/test_puzzles.py", "tests/test_browser.py", "tests/grading/test_grade_breaches.py",
+    "tests/grading/test_other_graders.py", "tests/kernels/test_registers_h200.py",
+    "tests/test_assignments.py", "tests/kernels/test_equivalence.py",
+    "tests/puzzles/test_puzzle_variants.py", "tests/kernels/test_sgemm_ladder.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))  # stable

@@ -660,7 +660,7 @@ def test_one_notebook_claiming_a_release_only_warns(released, tmp_path, capsys):
 def test_public_solutions_earn_no_graded_point_in_any_chapter():
     """What a release grades, chapter by chapter: the bank's questions (which no public
     solution notebook answers: it never names them) and each student's puzzle variants (which
-    every public worked kernel fails: tests/test_puzzle_variants.py).  No built-in question,
+    every public worked kernel fails: tests/puzzles/test_puzzle_variants.py).  No built-in question,
     and no plain puzzle, is ever a graded column."""
     from gpu_lessons.assignments import puzzles_for
     from gpu_lessons.puzzles import puzzles as all_puzzles

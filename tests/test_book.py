@@ -1,7 +1,9 @@
 """The course's book (``python3 course.py book``): built, then read page by page like a reader.
 
-The fixture builds the site with the command ``course.py book`` runs (into ``build/book``,
-reusing ``build/book-cache``: a second run executes no notebook), with warnings as errors.  Then:
+The fixture builds the site with the command ``course.py book`` runs (into ``build/book``), with
+warnings as errors, from an empty cache of its own (``build/book-test-cache``): every lesson runs
+in that build, and this is where the suite runs the lessons (``course.py test`` leaves them out
+of nbval; a cell that fails or runs past 300 s fails the build).  Then:
 
 * the site has a page for every lesson, exercise and doc, and no solution;
 * every local link and ``#anchor`` of every page resolves (parsed with ``html.parser``);
@@ -22,6 +24,7 @@ import functools
 import http.server
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -36,6 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
+#: The test's own Sphinx and jupyter-cache folders, emptied before the first build so that it
+#: runs every lesson (``course.py book``'s ``build/book-cache`` is left as it is).
+CACHE = ROOT / "build" / "book-test-cache"
+
 
 def _course():
     spec = importlib.util.spec_from_file_location("course", ROOT / "course.py")
@@ -46,15 +53,19 @@ def _course():
 
 def _build(*args: str) -> subprocess.CompletedProcess:
     course = _course()
-    return subprocess.run(course.book_command(sys.executable, course.BOOK_OUT, list(args)),
-                          cwd=ROOT, env=course.book_env(), capture_output=True, text=True,
+    return subprocess.run(course.book_command(sys.executable, course.BOOK_OUT, list(args), CACHE),
+                          cwd=ROOT, env=course.book_env(CACHE), capture_output=True, text=True,
                           timeout=1500)
 
 
 @pytest.fixture(scope="module")
 def site() -> Path:
+    shutil.rmtree(CACHE, ignore_errors=True)
     proc = _build()
     assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+    log = proc.stdout + proc.stderr
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):  # each lesson ran, top to bottom
+        assert re.search(rf"{nb.name}: Executing notebook", log), f"{nb.name} was not run"
     return _course().BOOK_OUT
 
 
@@ -186,7 +197,7 @@ def test_a_rebuild_takes_every_notebooks_outputs_from_the_cache(site):
     # one executed copy per lesson is kept (older versions are pruned after each build)
     from jupyter_cache import get_cache
 
-    records = get_cache(_course().BOOK_CACHE / "jupyter").list_cache_records()
+    records = get_cache(CACHE / "jupyter").list_cache_records()
     assert sorted(Path(r.uri).name for r in records) == [nb.name for nb in lessons]
 
 

@@ -160,8 +160,7 @@ def _some_control_changes_the_plot(box, canvas, page, tries: int = 3) -> bool:
         if size is None:
             continue
         track.click(position={"x": size["width"] * 0.85, "y": size["height"] / 2})
-        page.wait_for_timeout(1500)
-        if canvas.screenshot() != before:
+        if _redrawn_within(canvas, page, before):
             return True
     for i in range(min(tries, selects.count())):
         select = selects.nth(i)
@@ -171,7 +170,16 @@ def _some_control_changes_the_plot(box, canvas, page, tries: int = 3) -> bool:
         current = select.locator("option:checked").inner_text()
         nxt = next((o for o in options if o != current), current)
         select.select_option(label=nxt)
-        page.wait_for_timeout(1500)
+        if _redrawn_within(canvas, page, before):
+            return True
+    return False
+
+
+def _redrawn_within(canvas, page, before: bytes, ms: int = 1500, step: int = 250) -> bool:
+    """Whether the canvas no longer looks like ``before`` within ``ms``: looked at every
+    ``step`` ms, so a plot that redraws at once does not wait out the whole allowance."""
+    for _ in range(ms // step):
+        page.wait_for_timeout(step)
         if canvas.screenshot() != before:
             return True
     return False

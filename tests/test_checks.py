@@ -69,12 +69,12 @@ def test_expected_ids_of_the_sample_chapters():
 
 
 @pytest.mark.parametrize("given_, number", [(5, 5), ("5", 5), ("05", 5), ("ch05", 5),
-                                           ("05_roofline", 5), ("CH10", 10), (1, 1)])
+                                           ("lesson05", 5), ("05_roofline", 5), ("CH10", 10), (1, 1)])
 def test_chapter_names_normalise(given_, number):
     assert chapter_number(given_) == number
 
 
-@pytest.mark.parametrize("bad", [0, 11, "ch11", "roofline", "", None, True, 5.5])
+@pytest.mark.parametrize("bad", [0, 11, "ch11", "lesson11", "roofline", "", None, True, 5.5])
 def test_bad_chapter_is_refused_with_the_allowed_range(bad):
     with pytest.raises(ValueError, match=r"chapter must be one of 1\.\.10"):
         questions(bad)

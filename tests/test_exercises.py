@@ -727,10 +727,10 @@ def test_ch10_references():
     # 2^26 x 4 / 674.7e9 = 397.9 µs, DRAM (read + written) at 2^29 / 397.9 µs = 28 % of 4.8 TB/s
     # and compute at 2^26 / 397.9 µs = 0.13 % of 66.9 TFLOP/s: both below 60 %, latency-bound
     from gpu_lessons.capstone import evidence
-    from gpu_lessons.questions import ch10
+    from gpu_lessons.questions import lesson10
 
     load_rate = 24 * 128 / (2 + 600e-9 * 1.98e9) * 1.98e9 * 132
-    staged = ch10._staged_kernel()
+    staged = lesson10._staged_kernel()
     assert staged.seconds == pytest.approx(2**26 * 4 / load_rate)
     assert staged.seconds == pytest.approx(397.9e-6, abs=0.05e-6)
     assert evidence(staged).dram_fraction == pytest.approx(2**29 / (2**28 / load_rate) / 4.8e12)
@@ -754,9 +754,9 @@ def test_ch10_references():
 
 def test_ch10_prompts_quote_the_models_numbers():
     """Times typed into the prompts are the ones the mystery kernels carry."""
-    from gpu_lessons.questions import ch10
+    from gpu_lessons.questions import lesson10
 
-    a, b = ch10._float4_kernel(), ch10._staged_kernel()
+    a, b = lesson10._float4_kernel(), lesson10._staged_kernel()
     assert f"{a.seconds * 1e6:.1f} µs" in find("10.float4_dram_fraction").prompt
     assert f"{b.seconds * 1e6:.0f} µs" in find("10.staged_verdict").prompt
     assert f"{a.cost.bytes / 1e6:.0f} MB" in find("10.float4_dram_fraction").prompt

@@ -293,7 +293,7 @@ NOT_MEASURED = {
     ("09", "100"): "per cent",
     ("09", "50"): "published MFU of large runs (mfu.REFERENCE_RUNS, each with its source)",
     ("10", "6"): "the exponent of 1e-6, the FP32 GEMM's relative error (1.7e-6 in the record; "
-                 "tests/test_capstone.py checks the order)",
+                 "tests/models/test_capstone.py checks the order)",
     ("10", "4"): "the exponent of 2e-4, the FP16 GEMM's relative error (2.1e-4 in the record)",
     ("10", "8"): "warps per SM / register-blocking patch (8 × 8)",
     ("10", "32"): "tile size",

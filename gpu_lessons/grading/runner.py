@@ -26,7 +26,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .. import _validate
 from .._format import binary_bytes
 from . import cgroups as _cgroups
 from . import output
@@ -108,16 +107,13 @@ def grade(submissions, *, questions_for: Callable[[str], tuple] | None = None, p
     root, paths = _subs.collect(submissions)
     if not paths:
         raise ValueError(f"submissions={str(submissions)!r}: no .ipynb files found")
-    cell_timeout = _validate.positive("cell_timeout", cell_timeout)
-    timeout = _validate.positive("timeout", timeout)
-    jobs = _validate.integer("jobs", jobs if jobs is not None else (os.cpu_count() or 1), low=1)
+    # GradeOptions has checked every option; only the defaults that depend on the machine
+    # are left to fill in.
+    cell_timeout, timeout = float(cell_timeout), float(timeout)
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if limits is not None and not isinstance(limits, _sandbox.Limits):
         raise TypeError(f"limits must be a grading.Limits, got {type(limits).__name__}")
-    try:
-        pattern = re.compile(id_pattern)
-    except re.error as exc:
-        raise ValueError(f"id_pattern={id_pattern!r} is not a valid regular expression: "
-                         f"{exc}") from None
+    pattern = re.compile(id_pattern)
     if chapter is not None or questions_for is None:
         chapter = chapter_number(chapter if chapter is not None
                                  else _subs.chapter_from(paths))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _validate
 from .constructs import MATH_C, NP_DTYPES
 from .cuda_structure import (
     _structure,
@@ -169,7 +170,7 @@ class _Exprs:
                 self.arrays[name] = _Array(cn, "global", a.dtype.name, dims)
                 self.params.append(Param(name, cn, "array", _CTYPES[a.dtype.name],
                                          a.dtype.name, tuple(a.shape)))
-            elif isinstance(a, (bool, int, float, np.integer, np.floating, np.bool_)):
+            elif _validate.is_number(a):
                 ty = _ty_of_value(a)
                 if ty.np == "pyint" and not -(2**31) <= a < 2**31:
                     raise ValueError(f"{name}={a} does not fit the 32-bit int the CUDA kernel "

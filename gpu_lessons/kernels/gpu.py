@@ -16,6 +16,7 @@ from .cuda_types import (
     CudaSource,
 )
 from .simt.lanes import MAX_BLOCK_DIM, MAX_GRID_DIM
+from .simt.result import launch_text
 
 # -- running on a GPU -----------------------------------------------------------------------------
 
@@ -48,18 +49,11 @@ class GpuRun(Readout):
         return (Row("median kernel time", self.timing.median, "s"),
                 Row("timed runs", self.timing.repeats), Row("warm-up runs", self.timing.warmup),
                 Row("timer", "CUDA events"),
-                Row("launch", f"<<<{_dims_text(self.grid)}, {_dims_text(self.block)}>>>"),
+                Row("launch", f"<<<{launch_text(self.grid, self.block, drop_trailing_ones=True)}>>>"),
                 Row("registers per thread", self.registers_per_thread),
                 Row("dynamic shared memory", self.dynamic_shared_bytes, "B"),
                 Row("arithmetic", "exact (-fmad=false)" if self.exact
                     else "fused multiply-adds allowed"))
-
-
-def _dims_text(d) -> str:
-    d = tuple(d)
-    while len(d) > 1 and d[-1] == 1:
-        d = d[:-1]
-    return str(d[0]) if len(d) == 1 else str(d)
 
 
 def launch_args(source: CudaSource, args) -> list:
@@ -185,8 +179,9 @@ class BesideSimulator(Readout):
     bandwidth: float | None
 
     def readout_title(self) -> str:
-        return (f"{self.gpu.kernel}<<<{_dims_text(self.gpu.grid)}, {_dims_text(self.gpu.block)}"
-                f">>> on {self.gpu.device}: GPU beside the simulator")
+        return (f"{self.gpu.kernel}<<<"
+                f"{launch_text(self.gpu.grid, self.gpu.block, drop_trailing_ones=True)}>>> "
+                f"on {self.gpu.device}: GPU beside the simulator")
 
     def readout_rows(self) -> tuple[Row, ...]:
         spr = self.sectors_per_request

@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _validate
 from . import outside_names, registers
 from .constructs import (
     BUILTIN_ARITY,
@@ -94,7 +95,6 @@ from .constructs import (
     T_VALUES,
 )
 from .errors import USE, KernelLanguageError
-from .outside_names import is_number as _is_number
 
 _ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
                    ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
@@ -904,7 +904,7 @@ def validate(kernel_or_source, constants: dict | None = None) -> Kernel:
     for k, v in constants.items():
         if not isinstance(k, str) or not k.isidentifier():
             raise ValueError(f"constants: {k!r} is not a Python name")
-        if not _is_number(v):
+        if not _validate.is_number(v):
             raise TypeError(f"constants[{k!r}] must be a number (int, float, bool), got "
                             f"{type(v).__name__}")
     if isinstance(kernel_or_source, str):

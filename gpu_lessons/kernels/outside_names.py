@@ -9,14 +9,9 @@ import math
 
 import numpy as np
 
+from .._validate import is_number
 from .constructs import BUILTINS
 from .errors import USE, KernelLanguageError
-
-
-def is_number(value) -> bool:
-    """A plain number (int, float, bool, NumPy's): what an outside name may hold."""
-    return (isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_))
-            and not isinstance(value, complex))
 
 
 def resolve(checker, kernel, constants, line_offset) -> dict:

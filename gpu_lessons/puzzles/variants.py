@@ -16,7 +16,7 @@ A variant's id is ``"<puzzle>@<key>"`` (``"transpose@turn_right"``):
 and the kernel keeps the plain puzzle's name (``transpose_kernel``).  Which variant a
 student gets is drawn from the release's secret like the questions' numbers
 (``gpu_lessons.assignments.draw_puzzle``).  What this protects: the public kernels
-and the lesson's own spec earn no graded mark (``tests/test_puzzle_variants.py`` runs every
+and the lesson's own spec earn no graded mark (``tests/puzzles/test_puzzle_variants.py`` runs every
 public kernel against every variant).  What it does not: a student who understands the
 public kernel can adapt it to their variant in minutes — that is the skill the puzzle asks
 for; and the variant is visible in the student's own notebook.

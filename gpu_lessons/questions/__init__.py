@@ -1,4 +1,5 @@
-"""The exercise questions, one module per chapter (``ch01`` … ``ch10``).
+"""The exercise questions, one module per lesson (``lesson01`` … ``lesson10``,
+named as ``gpu_lessons.puzzles`` names its modules).
 
 Each chapter module defines ``QUESTIONS``: a tuple of :class:`~gpu_lessons.questions.types.Question`
 in the order its exercise notebook asks them.  Modules are imported on first use, and a
@@ -33,16 +34,16 @@ _ID = re.compile(r"^(\d\d)\.[a-z0-9_]+$")
 
 
 def chapter_number(chapter) -> int:
-    """Normalise 5, "5", "05", "ch05" or "05_roofline" to the chapter number 5."""
+    """Normalise 5, "5", "05", "lesson05", "ch05" or "05_roofline" to the chapter number 5."""
     number = None
     if isinstance(chapter, int) and not isinstance(chapter, bool):
         number = chapter
     elif isinstance(chapter, str):
-        match = re.match(r"^(?:ch)?(\d{1,2})(?:_\w*)?$", chapter.strip().lower())
+        match = re.match(r"^(?:lesson|ch)?(\d{1,2})(?:_\w*)?$", chapter.strip().lower())
         number = int(match.group(1)) if match else None
     if number not in CHAPTERS:
         raise ValueError(f"chapter must be one of {CHAPTERS[0]}..{CHAPTERS[-1]} "
-                         f"(e.g. 5, '05' or 'ch05'); got {chapter!r}")
+                         f"(e.g. 5, '05' or 'lesson05'); got {chapter!r}")
     return number
 
 
@@ -59,9 +60,9 @@ def templates(chapter) -> tuple:
 
 @cache
 def _templates(number: int) -> tuple:
-    module = importlib.import_module(f"{__name__}.ch{number:02d}")
+    module = importlib.import_module(f"{__name__}.lesson{number:02d}")
     found = tuple(getattr(module, "QUESTIONS", ()))
-    validate(found, f"ch{number:02d}.QUESTIONS", chapter=number)
+    validate(found, f"lesson{number:02d}.QUESTIONS", chapter=number)
     return found
 
 

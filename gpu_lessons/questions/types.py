@@ -3,7 +3,7 @@
 A question is data: an id, the name the notebook defines, points, a title, a prompt and an
 answer specification (:class:`Number`, :class:`Choice`, :class:`Design` or :class:`Function`),
 each carrying the :class:`Mistake` entries that name likely wrong answers.  The chapter modules
-(``gpu_lessons.questions.chNN``) declare questions with these types; :mod:`gpu_lessons.checks`
+(``gpu_lessons.questions.lessonNN``) declare questions with these types; :mod:`gpu_lessons.checks`
 judges answers against them.  This module imports nothing else from the package, so both can
 use it without importing each other.
 

@@ -1,4 +1,4 @@
-"""Write the adversarial submissions that tests/test_grade.py grades (chapter 05).
+"""Write the adversarial submissions that tests/grading/test_grade.py grades (chapter 05).
 
 Run ``python tests/submissions/make_submissions.py`` after changing a notebook here; the
 .ipynb files are kept in git so an instructor can open them and see what each one tries.
@@ -74,11 +74,14 @@ NOTEBOOKS = {
         "        pass\n"
         "    return bytes_moved / bandwidth",
     ],
-    # Answers, then a loop with SIGINT ignored: only the hard per-notebook kill stops it.
+    # Answers, then a loop with SIGINT ignored: only the hard per-notebook kill stops it.  (It
+    # sleeps rather than spins: an ignored SIGINT never reaches it either way, and a spinning
+    # loop would burn a core until the notebook limit, slowing every other test.)
     "sigint_05.ipynb": [
         *GOOD,
         RECORD_PID,
-        "import signal\n\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        "import signal\nimport time\n\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "while True:\n    time.sleep(0.1)",
     ],
     # The kernel process exits in the middle.
     "osexit_05.ipynb": [IMPORT, RIDGE, "import os\n\nos._exit(3)", AXPY, KTIME],
@@ -86,12 +89,12 @@ NOTEBOOKS = {
     # own checks pass, an answer object whose == is always True, and a fake success banner.
     "tamper_05.ipynb": [
         "import gpu_lessons.checks as C\n"
-        "import gpu_lessons.questions.ch05 as ch05\n"
+        "import gpu_lessons.questions.lesson05 as lesson05\n"
         "from gpu_lessons import hardware\n\n"
         "hardware.GPU.ridge_point = lambda self, *a, **k: 1.0\n"
-        "ch05._ridge_h100_fp16 = lambda: 1.0\n"
-        "ch05._axpy_bound = lambda: 'compute-bound'\n"
-        "ch05._kernel_time_reference = lambda flops, bytes_moved, peak_flops, bandwidth: 1.0\n"
+        "lesson05._ridge_h100_fp16 = lambda: 1.0\n"
+        "lesson05._axpy_bound = lambda: 'compute-bound'\n"
+        "lesson05._kernel_time_reference = lambda flops, bytes_moved, peak_flops, bandwidth: 1.0\n"
         "C._close = lambda *a, **k: True\n"
         "C.check = check = lambda *a, **k: print('✓ correct')",
         "ridge_h100 = 1.0\nC.check('05.ridge_h100', ridge_h100)",
@@ -373,7 +376,7 @@ HOSTILE = {
 # The three breaches and the weaknesses of the second red-team review, each retried.  Every
 # one ends with the three answers, the last of them depending on whether the attack was
 # stopped (`blocked`): a notebook whose attack worked loses the 05.axpy_bound point, so a
-# full score proves the attack failed (tests/test_grade_breaches.py).
+# full score proves the attack failed (tests/grading/test_grade_breaches.py).
 MEMFD_HOG = '''\
 import os
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from ... import _validate
 from ...hardware import WARP_SIZE
 from .result import (
     Event,
@@ -193,8 +195,8 @@ for _name, _uf in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
 del _name, _uf
 
 
-def _is_scalar(v) -> bool:
-    return isinstance(v, (int, float, bool, np.generic))
+#: A value every lane shares: any number NumPy holds (``_validate.is_number``'s wider reading).
+_is_scalar = functools.partial(_validate.is_number, any_numpy_scalar=True)
 
 
 # -- memory -------------------------------------------------------------------------------------

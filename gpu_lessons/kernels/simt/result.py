@@ -642,7 +642,7 @@ class SimResult(Readout):
         return np.stack([e.lanes for e in evs], axis=1)
 
     def readout_title(self) -> str:
-        return f"SIMT run of {self.kernel}<<<{_dim_text(self.grid)}, {_dim_text(self.block)}>>>"
+        return f"SIMT run of {self.kernel}<<<{launch_text(self.grid, self.block)}>>>"
 
     def readout_rows(self) -> tuple[Row, ...]:
         """The warps' order, the totals' rows, the shared memory declared, the barriers, the
@@ -658,7 +658,16 @@ class SimResult(Readout):
                 *(Row("note", n) for n in self.notes[:5]))
 
 
-def _dim_text(d) -> str:
-    if d.y == 1 and d.z == 1:
-        return str(d.x)
-    return f"({d.x}, {d.y}, {d.z})"
+def launch_text(grid, block, *, drop_trailing_ones: bool = False) -> str:
+    """A launch's grid and block as its ``<<<grid, block>>>`` shows them: ``4`` for (4, 1, 1),
+    otherwise every dimension, ``(4, 2, 1)``, or with ``drop_trailing_ones`` the dimensions up
+    to the last that is not 1, ``(4, 2)``."""
+    def one(d) -> str:
+        d = tuple(d)
+        if all(v == 1 for v in d[1:]):
+            return str(d[0])
+        while drop_trailing_ones and d[-1] == 1:
+            d = d[:-1]
+        return "(" + ", ".join(str(v) for v in d) + ")"
+
+    return f"{one(grid)}, {one(block)}"

@@ -17,7 +17,7 @@ import pytest
 
 from gpu_lessons.grading import sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(sandbox.__file__).resolve().parents[1]
 WHY = sandbox.unavailable()
 if WHY and os.environ.get("GPU_LESSONS_REQUIRE_SANDBOX") == "1":

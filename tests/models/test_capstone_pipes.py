@@ -34,7 +34,7 @@ from gpu_lessons.capstone import (
 from gpu_lessons.capstone.mysteries import FIR_SASS
 from gpu_lessons.hardware import measured
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 SMS, CLOCK, PI_FP32 = 132, 1.98e9, 66.9e12
 THREADS = 1 << 24                 # 524,288 warps

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "instructors.md").read_text("utf-8")
 pytestmark = pytest.mark.other_graders
 

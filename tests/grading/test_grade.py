@@ -31,7 +31,7 @@ import pytest
 from gpu_lessons import cli
 from gpu_lessons.grading import STATUSES, grade, output, sandbox
 
-SUBMISSIONS = Path(__file__).parent / "submissions"
+SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions"
 PACKAGE = Path(sandbox.__file__).resolve().parents[1]
 WHY = sandbox.unavailable()
 if WHY and os.environ.get("GPU_LESSONS_REQUIRE_SANDBOX") == "1":
@@ -413,7 +413,7 @@ def worked_kernel(name: str) -> str:
     """A worked kernel's source from solutions/puzzle_kernels.py (with what it sets above it)."""
     import ast
 
-    path = Path(__file__).resolve().parents[1] / "solutions" / "puzzle_kernels.py"
+    path = Path(__file__).resolve().parents[2] / "solutions" / "puzzle_kernels.py"
     text = path.read_text("utf-8")
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:

@@ -14,7 +14,7 @@ from gpu_lessons import puzzles
 from gpu_lessons.grading.puzzle_eval import puzzle_seed
 from gpu_lessons.puzzles import variants
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = puzzle_seed("variants-test", 4, "ann")
 
 

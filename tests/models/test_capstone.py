@@ -40,7 +40,7 @@ from gpu_lessons.capstone import (
     mystery,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAW = json.loads((ROOT / "tests" / "data" / "h200_measurements.json").read_text("utf-8"))
 FIR = json.loads((ROOT / "tests" / "data" / "h200_capstone_fir.json").read_text("utf-8"))
 DOC = (ROOT / "docs" / "measured" / "h200.md").read_text("utf-8")

@@ -31,8 +31,8 @@ import pytest
 
 from gpu_lessons.grading import cgroups, grade, sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
-SUBMISSIONS = Path(__file__).parent / "submissions"
+ROOT = Path(__file__).resolve().parents[2]
+SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions"
 HONEST = ["good_05.ipynb", "edited_05.ipynb", "stub_05.ipynb"]
 #: The container's memory cap in the red team's run.
 CAP_MIB = 2560

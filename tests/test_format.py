@@ -119,10 +119,11 @@ def test_memory_size_by_hand(nbytes, text):
     assert memory_size(nbytes) == text
 
 
-def test_text_table_pads_each_column_to_its_widest_cell():
+def test_text_table_numbers_align_the_first_column_left_the_rest_right():
     # widths 3 ("xxx") and 2 ("bb", "22"): the first column to the left, the rest to the right
-    assert text_table("T", ("a", "bb"), [("xxx", 1), ("y", 22)]) == "T\na    bb\nxxx   1\ny    22"
-    assert text_table("T", None, [("a", "b")]) == "T\na  b"
+    assert text_table(("a", "bb"), [("xxx", 1), ("y", 22)], align="numbers") == (
+        "a    bb\nxxx   1\ny    22")
+    assert text_table(None, [("a", "b")], align="numbers") == "a  b"
 
 
 def test_a_table_declared_once_is_its_repr_and_its_html():

@@ -385,3 +385,21 @@ def test_puzzles_predict_prints_the_model_line(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "model, H200 SXM at n = 16,777,216: your kernel" in out[0]
     assert "the worked kernel measured 83 µs there" in out[0]
+
+
+def test_beside_simulator_sets_the_model_beside_the_measurement():
+    from gpu_lessons.kernels import gpu
+    from gpu_lessons.kernels.gpu import BesideSimulator, GpuRun
+    from gpu_lessons.measure.timing import Timing
+
+    assert gpu.TIME_MODEL is not None           # installed by importing gpu_lessons.perf
+    args = (np.ones(4096, np.float32), np.zeros(4096, np.float32), 4096)
+    model = gpu.TIME_MODEL(perf_kernels.pv_copy, 16, 256, args)
+    assert model.seconds == perf.predict_time(perf_kernels.pv_copy, 16, 256, *args).seconds
+    run = GpuRun("pv_copy", (16, 1, 1), (256, 1, 1), "NVIDIA H200", Timing((15e-6,) * 3, 2),
+                 0, 16)
+    rows = {r.label: r.value for r in BesideSimulator(
+        run, True, None, 4.0, 0, 0, 1.0, 32768.0, None, None, model).readout_rows()}
+    assert rows["performance model: predicted time"] == model.seconds
+    assert rows["performance model: limited by"] == model.limiter
+    assert rows["measured / predicted"] == pytest.approx(15e-6 / model.seconds)

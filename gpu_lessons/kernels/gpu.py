@@ -177,6 +177,7 @@ class BesideSimulator(Readout):
     moved_bytes: float
     predicted_seconds: float | None
     bandwidth: float | None
+    model: object = None      # the performance model's TimePrediction, where it is installed
 
     def readout_title(self) -> str:
         return (f"{self.gpu.kernel}<<<"
@@ -195,10 +196,22 @@ class BesideSimulator(Readout):
                 Row("simulator: SIMT efficiency", self.simt_efficiency, "%"),
                 Row("memory model: bytes moved (32 B per sector)", self.moved_bytes, "B"))
         if self.predicted_seconds is None:
-            return (*rows, Row("memory model: time", f"{self.gpu.device} is not in the course's "
+            rows = (*rows, Row("memory model: time", f"{self.gpu.device} is not in the course's "
                                                      "GPU catalog, so no bandwidth to divide by"))
-        return rows + memory_model_rows(self.gpu.timing.median, self.predicted_seconds,
-                                        self.bandwidth)
+        else:
+            rows += memory_model_rows(self.gpu.timing.median, self.predicted_seconds,
+                                      self.bandwidth)
+        if self.model is None:
+            return rows
+        return (*rows, Row("performance model: predicted time", self.model.seconds, "s"),
+                Row("performance model: limited by", self.model.limiter),
+                Row("measured / predicted", self.gpu.timing.median / self.model.seconds))
+
+
+#: The performance model's prediction for a launch, ``(kernel, grid, block, args) ->
+#: TimePrediction``: installed by :mod:`gpu_lessons.perf` when it is imported (the toolchain
+#: cannot import the model, which imports the toolchain), ``None`` until then.
+TIME_MODEL = None
 
 
 def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int = 2):
@@ -222,6 +235,7 @@ def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int 
         print(line)
         return None
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    model = TIME_MODEL(kernel, grid, block, copies) if TIME_MODEL is not None else None
     sim = simt.run(kernel, grid, block, *copies)
     run = run_on_gpu(kernel, grid, block, *args, repeats=repeats, warmup=warmup)
     if run is None:      # a CUDA error, reported in one line
@@ -241,6 +255,6 @@ def beside_simulator(kernel, grid, block, *args, repeats: int = 20, warmup: int 
                  if g is not None and moved > 0 else None)
     return BesideSimulator(run, difference is None, difference, t.sectors_per_request,
                            int(t.shared_wavefronts), int(t.bank_conflicts), t.simt_efficiency,
-                           moved, predicted, g.bandwidth if g is not None else None)
+                           moved, predicted, g.bandwidth if g is not None else None, model)
 
 

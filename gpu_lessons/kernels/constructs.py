@@ -31,9 +31,17 @@ MATH_FUNCTIONS = frozenset({
 })
 #: NumPy dtypes a kernel may name (as ``t.shared``/``t.local`` dtypes, or to convert one number).
 NP_DTYPES = frozenset({
-    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool_",
 })
+#: Dtypes named through ml_dtypes (``ml_dtypes.bfloat16``): NumPy has no bfloat16 of its own.
+ML_DTYPES = frozenset({"bfloat16"})
+#: Why arithmetic on a 16-bit float is refused, and the form that works (simulator and
+#: translation alike).
+HALF_ARITHMETIC = ("{dtype} values are loaded, stored, moved and converted, not computed with "
+                   "(NumPy would round every step to {dtype}, CUDA computes in float32): "
+                   "convert first, x = t.local(h, np.float32), compute in float32, and store "
+                   "the result into a {dtype} array (rounded to nearest even)")
 #: NumPy (and ``math``) constants a kernel may use (Python floats).
 NP_CONSTANTS = frozenset({"inf", "nan", "pi", "e"})
 MATH_CONSTANTS = NP_CONSTANTS
@@ -232,6 +240,15 @@ CONSTRUCTS = (
               "in the simulator), and shared arrays they touch are declared __align__(16)",
               "v0, v1, v2, v3 = t.vload(x, 4 * i, 4)\nif 4 * i + 3 < n:\n"
               "    t.vstore(out, 4 * i, (v0, v1, v2, v3))\n", "t"),
+    Construct("16-bit floats", "t.shared(64, np.float16), ml_dtypes.bfloat16 arrays",
+              ("__shared__ half_t h[64];", "h[i] = half_t(x[i]);", "float v = (float)h[i];"),
+              "np.float16 and ml_dtypes.bfloat16 arrays (arguments, shared, per-thread) hold "
+              "16-bit floats: a store rounds to nearest even, as NumPy and ml_dtypes convert; "
+              "t.local(h, np.float32) converts back exactly. Arithmetic on them is refused: "
+              "compute in float32. The translation declares its own half_t and bf16_t (no "
+              "cuda_fp16.h, which NVRTC's wheels do not ship)",
+              "h = t.shared(64, np.float16)\nh[i] = x[i]\nt.sync()\n"
+              "v = t.local(h[i], np.float32)\nout[i] = v * 2.0\n", "t"),
     Construct("asynchronous copy", "t.copy_async(sa, j, a, i, 4), t.commit(), t.wait(1)",
               ("cp_async<4>(&s[i], &x[i]);", "cp_async_commit();", "cp_async_wait<0>();"),
               "global to shared memory without registers (cp.async, compute capability 8.0 "

@@ -76,6 +76,7 @@ import math
 import textwrap
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from . import outside_names, registers
@@ -84,6 +85,7 @@ from .constructs import (
     BUILTINS,
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
+    ML_DTYPES,
     NP_ARITY,
     NP_CONSTANTS,
     NP_DTYPES,
@@ -701,7 +703,11 @@ class _Checker:
                 and e.attr in NP_DTYPES):
             self.uses_np = True
             return
-        self.refuse(e, "dtype", f"a dtype is one of np.{', np.'.join(sorted(NP_DTYPES))}")
+        if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                and e.value.id == "ml_dtypes" and e.attr in ML_DTYPES):
+            return
+        self.refuse(e, "dtype", f"a dtype is one of np.{', np.'.join(sorted(NP_DTYPES))} or "
+                                f"ml_dtypes.bfloat16")
 
     def string_arg(self, e, what):
         if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
@@ -946,7 +952,8 @@ def compile_kernel(source: str, constants: dict | None = None):
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's source text, got {type(source).__name__}")
     k = validate(source, constants)
-    namespace = {"np": np, "math": math, "__builtins__": dict(SAFE_BUILTINS), **k.constants}
+    namespace = {"np": np, "math": math, "ml_dtypes": ml_dtypes,
+                 "__builtins__": dict(SAFE_BUILTINS), **k.constants}
     text = textwrap.dedent(source)
     filename = f"<kernel {k.name} #{next(_COMPILED)}>"
     exec(compile(text, filename=filename, mode="exec"), namespace)  # validated source, clean namespace

@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import _validate
 from ...hardware import WARP_SIZE
+from ..constructs import HALF_ARITHMETIC
 from .async_copy import _AsyncOps
 from .errors import SimtError
 from .flow import _FlowOps, unweaken
@@ -160,6 +161,11 @@ class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps):
                 weak = weak or v._weak
             else:
                 args.append(self._value(v, bits, "an operand"))
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if dt is not None and dt.itemsize == 2 and dt.kind in "fV":
+                raise TypeError(f"line {_caller_line()}: "
+                                + HALF_ARITHMETIC.format(dtype=dt.name))
         result_weak = False
         if weak:
             args, result_weak = unweaken(args, inputs)

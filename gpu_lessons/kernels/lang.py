@@ -781,6 +781,25 @@ class _Checker:
                 self.refuse(e, "t.copy_async", "the width is the number 1, 2 or 4 (4, 8 or 16 "
                                                "bytes of float32): t.copy_async(sa, j, a, i, 4)")
             return
+        if op in ("mma", "ldmatrix"):   # t.mma(d, a, b, c), t.ldmatrix(r, s, index, n)
+            arrays = args if op == "mma" else args[:2]
+            for arr in arrays:
+                if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):
+                    self.refuse(e, f"t.{op}", "the operands are arrays, by name: "
+                                              "t.mma(d, a, b, c), t.ldmatrix(r, s, (row, col), 4)")
+                self.name(arr)
+            if op == "ldmatrix":
+                for p in (args[2].elts if isinstance(args[2], ast.Tuple) else [args[2]]):
+                    self.expr(p)
+                if not (isinstance(args[3], ast.Constant) and type(args[3].value) is int
+                        and args[3].value in (1, 2, 4)):
+                    self.refuse(e, "t.ldmatrix", "the number of matrices is the number 1, 2 "
+                                                 "or 4: t.ldmatrix(r, s, (row, col), 4)")
+                for kw in e.keywords:
+                    if not (isinstance(kw.value, ast.Constant) and type(kw.value.value) is bool):
+                        self.refuse(e, "t.ldmatrix", "trans is True or False, written out: "
+                                                     "t.ldmatrix(r, s, (row, col), 2, trans=True)")
+            return
         if op == "wait":
             g = args[0]
             if not (isinstance(g, ast.Constant) and type(g.value) is int and g.value >= 0):

@@ -26,6 +26,7 @@ from .lanes import (
     _Memory,
     _new_event,
 )
+from .mma import _MmaOps
 from .registers import Registers
 from .result import (
     Event,
@@ -35,7 +36,7 @@ from .warp_memory import _MemoryOps, _undefined_message
 
 # -- the warp context ---------------------------------------------------------------------------
 
-class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps):
+class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps, _MmaOps):
     """What a kernel sees as ``t``: thread/block indices and the SIMT operations.
 
     Attributes: ``thread_idx`` (Dim3 of :class:`Lanes`), ``block_idx``, ``block_dim``,

@@ -11,6 +11,7 @@ Every kernel is one self-contained function in the kernel language: its argument
 ``np``, numbers and locals.
 """
 
+import ml_dtypes
 import numpy as np
 
 # -- lesson 02: threads, warps and SMs ------------------------------------------------------------
@@ -605,6 +606,25 @@ def sgemm_warptile_kernel(t, a, b, c, m, n, k):
         t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
         t.vstore(c, r + 32, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
 
+
+
+
+# -- lesson 07: tensor cores ------------------------------------------------------------------------
+
+
+def mma_tile_kernel(t, a, b, c):
+    fa = t.local((8,), ml_dtypes.bfloat16)
+    fb = t.local((4,), ml_dtypes.bfloat16)
+    acc = t.local((4,), np.float32)
+    g = t.lane // 4                    # groupID: rows g and g + 8 of a and c, column g of b
+    q = t.lane % 4                     # threadID_in_group: columns 2q, 2q + 1 (and 8 more)
+    for i in range(8):
+        fa[i] = a[g + 8 * (i // 2 % 2), 2 * q + i % 2 + 8 * (i // 4)]
+    for i in range(4):
+        fb[i] = b[2 * q + i % 2 + 8 * (i // 2), g]
+    t.mma(acc, fa, fb, acc)
+    for i in range(4):
+        c[g + 8 * (i // 2), 2 * q + i % 2] = acc[i]
 
 # -- lesson 08: system level --------------------------------------------------------------------
 

@@ -195,6 +195,9 @@ def _tensor_core_share(result, case, array, params):
     """The share of the product's multiply-adds that mma instructions do (16 × 8 × 16
     each), at most 100 %."""
     evs, line = _mma_events(result)
+    if line is None:   # no mma: point at the line doing the most arithmetic instead
+        alu = Counter(e.line for e in result.events if e.kind == "alu")
+        line = alu.most_common(1)[0][0] if alu else None
     return min(1.0, len(evs) * 16 * 8 * 16 / _fmas(case)), line
 
 

@@ -38,7 +38,7 @@ PUZZLES = (
              "warp and one `t.mma(d, fa, fb, fc)`: each lane loads into "
              "`fa = t.local((8,), ml_dtypes.bfloat16)` and `fb = t.local((4,), …)` the "
              "elements of `a` and `b` its fragments hold, and stores the 4 of `c` it holds "
-             "(`kernels.mma_layout('a')` prints who holds what).",
+             "(`gpu_lessons.kernels.mma_layout('a')` prints who holds what).",
         params=("a", "b", "c"), outputs=("c",),
         spec="c = a.astype(np.float32) @ b.astype(np.float32)",
         launch_text="grid 1, block 32 (one warp)", lines=14, inputs=_inputs,

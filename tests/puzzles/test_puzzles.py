@@ -1755,8 +1755,8 @@ def test_inputs_and_launch_at_other_sizes(pid):
     # the input maker works at any allowed size (a mid-sized one here), deterministically
     size = {k: max(1, v // 16) if k not in ("n",) else v for k, v in gpu.items()}
     if "n" in size:
-        size["n"] = next(n for n in range(min(gpu["n"], 4096), 0, -1)
-                         if _allowed(p, {**size, "n": n}))
+        size["n"] = next((n for n in range(min(gpu["n"], 4096), 0, -1)
+                          if _allowed(p, {**size, "n": n})), gpu["n"])
     if not _allowed(p, size):
         size = dict(p.sizes[0])
     a, b = p.make_inputs(size, seed=3), p.make_inputs(size, seed=3)

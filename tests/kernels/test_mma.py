@@ -5,6 +5,9 @@ ldmatrix"), typed here by hand; the simulator's products are NumPy's (exactly, f
 integers); the translation runs bit for bit on the CPU (g++) and compiles to HMMA and LDSM for
 sm_80 and sm_90; a partial warp, wrong shapes and misaligned rows are refused."""
 
+import importlib.util
+from pathlib import Path
+
 import cuda_cpu as cpu
 import ml_dtypes
 import numpy as np
@@ -36,21 +39,12 @@ def tile_bf16(t, a, b, c, d):
         d[g + 8 * (i // 2), 2 * q + i % 2] = acc[i]
 
 
-def tile_f16(t, a, b, c, d):
-    fa = t.local((8,), np.float16)
-    fb = t.local((4,), np.float16)
-    fc = t.local((4,), np.float32)
-    fd = t.local((4,), np.float32)
-    g = t.lane // 4
-    q = t.lane % 4
-    for i in range(8):
-        fa[i] = a[g + 8 * (i // 2 % 2), 2 * q + i % 2 + 8 * (i // 4)]
-    for i in range(4):
-        fb[i] = b[2 * q + i % 2 + 8 * (i // 2), g]
-        fc[i] = c[g + 8 * (i // 2), 2 * q + i % 2]
-    t.mma(fd, fa, fb, fc)
-    for i in range(4):
-        d[g + 8 * (i // 2), 2 * q + i % 2] = fd[i]
+#: d = a @ b + c with float16 inputs: the device script's kernel (tools/device/mma_h200.py)
+_spec = importlib.util.spec_from_file_location(
+    "mma_h200", Path(__file__).resolve().parents[2] / "tools" / "device" / "mma_h200.py")
+TOOL = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(TOOL)
+tile_f16 = TOOL.tile_f16
 
 
 def _inputs(dtype, seed, ints=False):

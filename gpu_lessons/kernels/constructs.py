@@ -275,11 +275,11 @@ CONSTRUCTS = (
     Construct("asynchronous copy", "t.copy_async(sa, j, a, i, 4), t.commit(), t.wait(1)",
               ("cp_async<4>(&s[i], &x[i]);", "cp_async_commit();", "cp_async_wait<0>();"),
               "global to shared memory without registers (cp.async, compute capability 8.0 "
-              "on): each lane copies 1, 2 or 4 elements (4, 8 or 16 bytes); t.commit() closes "
-              "the thread's group of copies, t.wait(k) waits until at most k groups are still "
-              "in flight; other threads see the data after a t.sync() that follows the wait. "
-              "Reading or writing an element before its copy has landed is an error in the "
-              "simulator",
+              "on): each lane copies 4, 8 or 16 bytes (1, 2 or 4 floats, up to 8 halves); "
+              "t.commit() closes the thread's group of copies, t.wait(k) waits until at "
+              "most k groups are still in flight; other threads see the data after a "
+              "t.sync() that follows the wait. Reading or writing an element before its copy "
+              "has landed is an error in the simulator",
               "s = t.shared(64, np.float32)\nt.copy_async(s, i, x, i, 1)\nt.commit()\n"
               "t.wait(0)\nt.sync()\nout[i] = s[i] * 2.0\n", "t"),
     Construct("t.launch_bounds", "t.launch_bounds(256, 2)", ("__launch_bounds__(256, 2)",),

@@ -777,9 +777,10 @@ class _Checker:
                 for p in (idx.elts if isinstance(idx, ast.Tuple) else [idx]):
                     self.expr(p)
             if not (isinstance(args[4], ast.Constant) and type(args[4].value) is int
-                    and args[4].value in (1, 2, 4)):
+                    and args[4].value in (1, 2, 4, 8)):
                 self.refuse(e, "t.copy_async", "the width is the number 1, 2 or 4 (4, 8 or 16 "
-                                               "bytes of float32): t.copy_async(sa, j, a, i, 4)")
+                                               "bytes of float32; 2, 4 or 8 of 16-bit floats): "
+                                               "t.copy_async(sa, j, a, i, 4)")
             return
         if op in ("mma", "ldmatrix"):   # t.mma(d, a, b, c), t.ldmatrix(r, s, index, n)
             arrays = args if op == "mma" else args[:2]

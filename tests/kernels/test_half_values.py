@@ -130,3 +130,29 @@ def test_a_shared_bfloat16_array_is_named_through_ml_dtypes():
     run(k, 1, 32, x, out)
     np.testing.assert_array_equal(out, x.astype(BF16).astype(np.float32)[::-1])
     assert "__shared__ bf16_t s[32];" in str(to_cuda(k, x, out))
+
+
+def test_cp_async_copies_eight_halves_a_lane():
+    """16 bytes a lane: 8 bfloat16 values in one cp.async (width 8), counted as one 16-byte
+    load a lane; the translation copies 16 bytes."""
+    def stage(t, x, out):
+        s = t.shared((32, 8), ml_dtypes.bfloat16)
+        t.copy_async(s, (t.lane, 0), x, 8 * t.lane, 8)
+        t.commit()
+        t.wait(0)
+        t.syncwarp()
+        for j in range(8):
+            out[8 * t.lane + j] = s[31 - t.lane, j]
+    x = np.arange(256).astype(BF16)
+    out = np.zeros(256, BF16)
+    r = run(stage, 1, 32, x, out)
+    np.testing.assert_array_equal(out.reshape(32, 8), x.reshape(32, 8)[::-1])
+    loads = [e for e in r.events if e.kind == "ld.global"]
+    assert [(e.width, e.sectors) for e in loads] == [(8, 16)]    # 512 B: 16 sectors
+    assert "cp_async<16>(&s[" in str(to_cuda(stage, x, out))
+
+    def wide(t, x, out):
+        s = t.shared((32, 8), np.float32)
+        t.copy_async(s, (t.lane, 0), x, 8 * t.lane, 8)    # 32 bytes: no cp.async is that wide
+    with pytest.raises(KernelError, match="width must make width x 4 B one of them"):
+        run(wide, 1, 32, np.zeros(256, np.float32), np.zeros(256, np.float32))

@@ -1,18 +1,12 @@
 """The C the translation writes for half-precision values and the tensor-core instructions.
 
-NVRTC's wheels ship no ``cuda_fp16.h`` or ``cuda_bf16.h`` (the headers come with a CUDA
-toolkit, which a learner's machine need not have), so the translation declares its own two
-16-bit types, ``half_t`` (``np.float16``) and ``bf16_t`` (``ml_dtypes.bfloat16``): the bits and
-two conversions written in plain C++, which NVRTC and the CPU check's g++ compile alike.  A
-conversion to float or double is exact; one from a float or a double rounds to nearest even
-in one step, as NumPy and ml_dtypes convert (and as CUDA's ``__float2half_rn`` and
-``__float2bfloat16_rn`` do for a float).
-
-``t.mma`` is PTX's ``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`` and
-``t.ldmatrix`` its ``ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16``, through inline
-PTX where the GPU has them (compute capability 8.0 and 7.5 on); elsewhere (the CPU check, an
-older GPU) the helpers compute the same values from the warp's registers, gathered with
-shuffles, in the simulator's order of sums.
+NVRTC's wheels ship no ``cuda_fp16.h`` or ``cuda_bf16.h``, so the translation declares its own
+``half_t`` (``np.float16``) and ``bf16_t`` (``ml_dtypes.bfloat16``): the 16 bits and their
+conversions in plain C++ that NVRTC and the CPU check's g++ compile alike, exact to float and
+rounding to nearest even in one step from a float or double, as NumPy and ml_dtypes convert.
+``t.mma`` and ``t.ldmatrix`` are inline PTX (``mma.sync.aligned.m16n8k16``,
+``ldmatrix.sync.aligned.m8n8``) where the GPU has them; elsewhere (the CPU check, an older GPU)
+the same values from the warp's registers, gathered with shuffles, in the simulator's order.
 """
 
 from __future__ import annotations
@@ -84,18 +78,12 @@ HALF_FN void mma_m16n8k16(float* d, const T* a, const T* b, const float* c)
     unsigned B[2] = {pack2(b[0], b[1]), pack2(b[2], b[3])};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     float D[4];
-    if (T::bf16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                     "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\\n"
-                     : "=f"(D[0]), "=f"(D[1]), "=f"(D[2]), "=f"(D[3])
-                     : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]),
-                       "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                     "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\\n"
-                     : "=f"(D[0]), "=f"(D[1]), "=f"(D[2]), "=f"(D[3])
-                     : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]),
-                       "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#define MMA_ASM(TY) asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 "   \\
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\\n"                 \\
+        : "=f"(D[0]), "=f"(D[1]), "=f"(D[2]), "=f"(D[3]) : "r"(A[0]), "r"(A[1]), "r"(A[2]),    \\
+          "r"(A[3]), "r"(B[0]), "r"(B[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]))
+    if (T::bf16) MMA_ASM("bf16"); else MMA_ASM("f16");
+#undef MMA_ASM
     for (int j = 0; j < 4; ++j) d[j] = D[j];
 #else
     // no tensor cores: the warp's fragments through shuffles, the simulator's sums
@@ -120,29 +108,14 @@ HALF_FN void mma_m16n8k16(float* d, const T* a, const T* b, const float* c)
 }
 """
 
-LDMATRIX = """\
+_LDMATRIX = """\
 template <int N, bool TRANS, class T>   // t.ldmatrix(r, s, index, N, trans=TRANS)
 HALF_FN void ldmatrix(T* r, const T* row)
 {
     unsigned R[4] = {0u, 0u, 0u, 0u};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
-    if (N == 1 && !TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\\n" : "=r"(R[0]) : "r"(s));
-    else if (N == 1)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\\n" : "=r"(R[0]) : "r"(s));
-    else if (N == 2 && !TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\\n"
-                     : "=r"(R[0]), "=r"(R[1]) : "r"(s));
-    else if (N == 2)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\\n"
-                     : "=r"(R[0]), "=r"(R[1]) : "r"(s));
-    else if (!TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"
-                     : "=r"(R[0]), "=r"(R[1]), "=r"(R[2]), "=r"(R[3]) : "r"(s));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n"
-                     : "=r"(R[0]), "=r"(R[1]), "=r"(R[2]), "=r"(R[3]) : "r"(s));
+{asm}
 #else
     // no ldmatrix: each lane's row address through shuffles, the elements the PTX ISA says
     unsigned long long p = (unsigned long long)row;
@@ -160,3 +133,16 @@ HALF_FN void ldmatrix(T* r, const T* row)
     }
 }
 """
+
+
+def _ldsm(n: int, trans: bool) -> str:
+    regs = ", ".join(f"%{i}" for i in range(n))
+    outs = ", ".join(f'"=r"(R[{i}])' for i in range(n))
+    return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x{n}{".trans" if trans else ""}.shared.b16 '
+            f'{{{regs}}}, [%{n}];\\n" : {outs} : "r"(s));')
+
+
+LDMATRIX = _LDMATRIX.replace("{asm}", "\n    else ".join(
+    f"    if (N == {n} && TRANS == {str(tr).lower()})\n        {_ldsm(n, tr)}"
+    .replace("    if", "if", 1 if (n, tr) != (1, False) else 0)
+    for n in (1, 2, 4) for tr in (False, True)))

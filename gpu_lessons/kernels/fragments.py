@@ -1,22 +1,15 @@
 """Which lane holds which matrix element: the tensor cores' fragment layouts.
 
-``mma.sync.aligned.m16n8k16`` multiplies a 16 × 16 matrix A by a 16 × 8 matrix B and adds a
-16 × 8 C, with the whole warp's registers as the matrices (PTX ISA, "Matrix Fragments for
-mma.m16n8k16 with floating point type").  With ``g = lane // 4`` (the group) and ``q = lane %
-4`` (the thread in the group), lane ``lane`` holds
-
-* of A, 8 halves ``a[0..7]``: rows ``g`` (``a0 a1 a4 a5``) and ``g + 8`` (``a2 a3 a6 a7``),
-  columns ``2q + (i % 2)`` for ``a0..a3`` and 8 more for ``a4..a7``;
-* of B, 4 halves ``b[0..3]``: rows ``2q + (i % 2)`` (``b0 b1``) and 8 more (``b2 b3``), column
-  ``g``;
-* of C and D, 4 floats ``c[0..3]``: rows ``g`` (``c0 c1``) and ``g + 8`` (``c2 c3``), columns
-  ``2q + (i % 2)``.
-
-Two halves make one 32-bit register (``a[0]`` in its low 16 bits).  ``ldmatrix`` loads 8 × 8
-matrices of halves from shared memory into that layout: for matrix ``j`` the lanes ``8j .. 8j
-+ 7`` give the rows' addresses, and lane ``lane`` receives row ``g``, columns ``2q, 2q + 1``
-(with ``.trans``, column ``g``, rows ``2q, 2q + 1``) in its register ``j`` (PTX ISA,
-"Warp-level matrix load instruction: ldmatrix").
+``mma.sync.aligned.m16n8k16`` multiplies a 16 × 16 A by a 16 × 8 B and adds a 16 × 8 C, the
+warp's registers holding the matrices (PTX ISA, "Matrix Fragments for mma.m16n8k16 with
+floating point type").  With ``g = lane // 4`` and ``q = lane % 4``, lane ``lane`` holds of A
+``a[i]`` at row ``g + 8 (i // 2 % 2)``, column ``2q + i % 2 + 8 (i // 4)``; of B ``b[i]`` at
+row ``2q + i % 2 + 8 (i // 2)``, column ``g``; of C and D ``c[i]`` at row ``g + 8 (i // 2)``,
+column ``2q + i % 2``.  Two halves make one 32-bit register (``a[0]`` its low 16 bits).
+``ldmatrix`` loads 8 × 8 matrices of halves into that layout: lanes ``8j .. 8j + 7`` give matrix
+``j``'s row addresses, and lane ``lane`` receives row ``g``, columns ``2q, 2q + 1`` (``.trans``:
+column ``g``, rows ``2q, 2q + 1``) in its register ``j`` (PTX ISA, "Warp-level matrix load
+instruction: ldmatrix").
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The picture of a tensor-core operand: which lane holds which element.
-
-``fragment_picture("a")`` draws the 16 × 16 A of ``t.mma`` (or the 16 × 8 B, or C and D) as a
-grid, each element coloured by the lane that holds it and labelled with that lane and the index
-into its per-thread array -- the figure of the PTX ISA's "Matrix Fragments for mma.m16n8k16
-with floating point type".  ``lane=`` outlines one lane's elements.  Every position comes from
-:func:`gpu_lessons.kernels.mma_layout`; the view only lays it out.
+"""The picture of a tensor-core operand: :func:`gpu_lessons.kernels.mma_layout` as the PTX
+ISA's figure, each element coloured by the lane that holds it and labelled with that lane and
+its index into the per-thread array; ``lane=`` outlines one lane's elements.
 """
 
 from __future__ import annotations

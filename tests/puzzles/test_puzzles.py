@@ -1173,6 +1173,11 @@ BREAKERS = [
     # 8 stores of a's rows and one ldmatrix.x4: correct, but shared memory is not needed
     ("mma_tile", MMA.mma_tile_through_ldmatrix, {}, "shared_requests_per_block",
      "shared-memory requests: 9 per block, the budget is 0"),
+    # rows 32 bytes apart: each ldmatrix matrix's rows 0 and 4 share banks
+    ("hgemm_mma", MMA.hgemm_mma_unpadded, {}, "bank_conflicts",
+     "wavefronts beyond the ideal): 192, the budget is 0"),
+    ("hgemm_mma", MMA.hgemm_mma_two_barriers, {}, "barriers",
+     "barriers: 6 per block, the budget is 3"),
 ]
 
 
@@ -1632,7 +1637,7 @@ KEY_IDEAS = {
     "matmul_register": "register", "grid_stride": "grid-stride", "segmented_sum": "batch",
     "softmax": "fus", "sgemm_1d_blocktile": "register", "sgemm_2d_blocktile": "register",
     "sgemm_vectorized": "float4", "sgemm_double_buffered": "stage",
-    "sgemm_warptile": "wavefront", "mma_tile": "fragment",
+    "sgemm_warptile": "wavefront", "mma_tile": "fragment", "hgemm_mma": "fragment",
 }
 
 
@@ -3403,6 +3408,7 @@ HONEST_VARIANTS = [
     ("sgemm_double_buffered", LADDER.honest_sgemm_double_buffered_cp_async, {}),
     ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
     ("mma_tile", MMA.honest_mma_tile_separate_accumulators, {}),
+    ("hgemm_mma", MMA.honest_hgemm_mma_x2_loads, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),
     ("segmented_sum", honest_segmented_sum_shuffle, {}),

@@ -43,8 +43,9 @@ LADDER = ("sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm
           "sgemm_warptile")
 
 
-#: mma_tile ran on the H200 in tools/device/mma_h200.py's record (tests/kernels/test_mma_h200.py).
-OWN_RECORDS = (*LADDER, "mma_tile")
+#: The tensor-core puzzles ran on the H200 in tools/device/mma_h200.py's record
+#: (tests/kernels/test_mma_h200.py).
+OWN_RECORDS = (*LADDER, "mma_tile", "hgemm_mma")
 
 
 def test_every_puzzle_ran_and_matched_its_spec():

@@ -3,13 +3,14 @@
     python3 tools/device/mma_h200.py --out $OUT/mma_h200.json   # on a machine with CuPy and a GPU
     python3 tools/device/mma_h200.py --dry                       # anywhere: all but the GPU
 
-Each kernel below (and the ``mma_tile`` puzzle's worked kernel from
+Each kernel below (and the worked kernels of the ``mma_tile`` and ``hgemm_mma`` puzzles from
 ``solutions/puzzle_kernels.py``) runs in the simulator and, translated by
 ``gpu_lessons.kernels.to_cuda``, on the GPU: compiled by CuPy's NVRTC with ``-fmad=false`` (the
-simulator's rounding for everything but the mma itself), on the same inputs.  The record keeps,
-per kernel and seed, the GPU's output bits; ``tests/kernels/test_mma_h200.py`` regenerates the
-inputs, runs the simulator and compares.  ``ldmatrix`` moves bits, so its outputs must be equal;
-the puzzle's small whole numbers make every sum exact, so it must be equal too; random inputs
+simulator's rounding for everything but the mma itself), on the same inputs.  The record
+keeps, per kernel and seed, the GPU's output bits (base64, little-endian);
+``tests/kernels/test_mma_h200.py`` regenerates the inputs, runs the simulator and compares.
+``ldmatrix`` moves bits, so its outputs must be equal; the puzzles' small whole numbers make
+every sum exact, so they must be equal too; random inputs
 show how far the tensor cores' internal order and rounding are from the simulator's float32
 sums (the largest difference in units in the last place, ulp, of float32).
 
@@ -20,6 +21,7 @@ the differences found.  Copy it to ``tests/data/mma_h200.json``.
 """
 
 import argparse
+import base64
 import importlib.util
 import json
 import sys
@@ -104,26 +106,45 @@ def mma_from_shared(t, a, b, c):
         c[g + 8 * (i // 2), 2 * q + i % 2] = acc[i]
 
 
-def worked_mma_tile():
+def worked(pid):
     path = ROOT / "solutions" / "puzzle_kernels.py"
     spec = importlib.util.spec_from_file_location("puzzle_kernels", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.mma_tile_kernel
+    return getattr(module, f"{pid}_kernel")
 
 
 def _random(shape, dtype, rng):
     return rng.standard_normal(shape).astype(dtype)
 
 
+#: The size the hgemm_mma puzzle runs at here (small enough to simulate in seconds).
+HGEMM = {"m": 64, "n": 64, "k": 64}
+PUZZLES = ("mma_tile", "hgemm_mma")
+
+
 def cases():
-    """(name, kernel, args, outputs, exact): ``args(seed)`` makes every argument; ``exact``:
-    the GPU must give the simulator's bits (no rounding of a sum can differ)."""
+    """(name, kernel, args, outputs, exact, launch): ``args(seed)`` makes every argument;
+    ``exact``: the GPU must give the simulator's bits (no rounding of a sum can differ);
+    ``launch``: (grid, block)."""
     p = puzzles.find("mma_tile")
-    worked = worked_mma_tile()
+    h = puzzles.find("hgemm_mma")
+    tile, hgemm = worked("mma_tile"), worked("hgemm_mma")
+    warp = ((1,), (32,))
+    blocks = h.launch(**HGEMM)
 
     def puzzle_args(seed):
         return dict(p.make_inputs(seed=seed))
+
+    def hgemm_args(seed):
+        return dict(h.make_inputs(HGEMM, seed=seed))
+
+    def hgemm_random(seed):
+        args = hgemm_args(seed)
+        rng = np.random.default_rng([14, seed])
+        for name in ("a", "b"):
+            args[name] = _random(args[name].shape, BF16, rng)
+        return args
 
     def tile_args(dtype):
         def make(seed):
@@ -147,11 +168,13 @@ def cases():
                 "x1": np.zeros((32, 2), np.float16)}
 
     return [
-        ("mma_tile", worked, puzzle_args, ("c",), True),
-        ("mma_tile_random_bf16", worked, tile_args(BF16), ("c",), False),
-        ("tile_f16_random", tile_f16, f16_args, ("d",), False),
-        ("ldmatrix_x4_x2_x1", ldmatrix_all, ld_args, ("x4", "x4t", "x2", "x1"), True),
-        ("mma_from_shared_bf16", mma_from_shared, tile_args(BF16), ("c",), False),
+        ("mma_tile", tile, puzzle_args, ("c",), True, warp),
+        ("mma_tile_random_bf16", tile, tile_args(BF16), ("c",), False, warp),
+        ("tile_f16_random", tile_f16, f16_args, ("d",), False, warp),
+        ("ldmatrix_x4_x2_x1", ldmatrix_all, ld_args, ("x4", "x4t", "x2", "x1"), True, warp),
+        ("mma_from_shared_bf16", mma_from_shared, tile_args(BF16), ("c",), False, warp),
+        ("hgemm_mma", hgemm, hgemm_args, ("c",), True, blocks),
+        ("hgemm_mma_random_bf16", hgemm, hgemm_random, ("c",), False, blocks),
     ]
 
 
@@ -168,16 +191,16 @@ def ulps(x: np.ndarray, y: np.ndarray) -> int:
     return int(np.abs(ordered(x) - ordered(y)).max()) if x.size else 0
 
 
-def simulate(kernel, args, outputs):
+def simulate(kernel, args, outputs, launch=((1,), (32,))):
     sim = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-    run(kernel, 1, 32, *sim.values())
+    run(kernel, *launch, *sim.values(), max_instructions=10**6)
     return {name: sim[name] for name in outputs}
 
 
 def dry():
-    for name, kernel, make, outputs, _ in cases():
+    for name, kernel, make, outputs, _, launch in cases():
         args = make(SEEDS[0])
-        out = simulate(kernel, args, outputs)
+        out = simulate(kernel, args, outputs, launch)
         assert all(np.isfinite(v.astype(np.float32)).all() for v in out.values()), name
         ck = compile(kernel, *args.values(), arch="sm_90")
         sass = " ".join(line.text for line in ck.sass)
@@ -205,15 +228,16 @@ def on_gpu(out_path):
         "local_nvrtc": ".".join(map(str, nvrtc.version(lib))) if lib is not None else None,
         "options": list(EXACT_OPTIONS), "seeds": list(SEEDS), "runs": [],
     }
-    for name, kernel, make, outputs, exact in cases():
+    for name, kernel, make, outputs, exact, launch in cases():
         for seed in SEEDS:
             args = make(seed)
-            want = simulate(kernel, args, outputs)
+            want = simulate(kernel, args, outputs, launch)
             src = to_cuda(kernel, *args.values())
             f = cp.RawModule(code=str(src), options=tuple(EXACT_OPTIONS)).get_function(
                 src.kernel_name)
             dev = launch_args(src, list(args.values()))
-            f((1,), (32,), tuple(dev))
+            grid, block = (tuple(d) if isinstance(d, tuple) else (d,) for d in launch)
+            f(grid, block, tuple(dev))
             cp.cuda.runtime.deviceSynchronize()
             got = {}
             for p, a, d in zip(src.params, args.values(), dev, strict=True):
@@ -223,11 +247,13 @@ def on_gpu(out_path):
             for o in outputs:
                 row["outputs"][o] = {
                     "dtype": str(got[o].dtype), "shape": list(got[o].shape),
-                    "bits": [int(v) for v in bits_of(got[o]).ravel()],
+                    "bits_base64": base64.b64encode(bits_of(got[o]).astype("<u4" if
+                                                    got[o].dtype.itemsize == 4 else "<u2")
+                                                    .tobytes()).decode(),
                     "equal": int((bits_of(got[o]) == bits_of(want[o])).sum()),
                     "elements": int(got[o].size), "max_ulp": ulps(got[o], want[o])}
-            if name == "mma_tile":
-                spec = puzzles.find("mma_tile").expected(args)["c"]
+            if name in PUZZLES:
+                spec = puzzles.find(name).expected(args)["c"]
                 row["matches_spec"] = bool(np.array_equal(got["c"], spec))
             row["bit_for_bit"] = all(v["equal"] == v["elements"] for v in row["outputs"].values())
             record["runs"].append(row)

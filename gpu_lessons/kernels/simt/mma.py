@@ -1,21 +1,18 @@
 """Tensor cores: ``t.mma`` (``mma.sync.aligned.m16n8k16``) and ``t.ldmatrix``
-(``ldmatrix.sync.aligned.m8n8``), warp-wide, with the fragment layouts of the PTX ISA
+(``ldmatrix.sync.aligned.m8n8``), warp-wide, in the PTX ISA's fragment layouts
 (:mod:`gpu_lessons.kernels.fragments`).
 
-``t.mma(d, a, b, c)``: D = A B + C for a 16 × 16 A and a 16 × 8 B of float16 or bfloat16 and
-float32 C and D, each lane holding its fragment in per-thread arrays (``a``: 8 halves, ``b``: 4,
-``c`` and ``d``: 4 floats; ``d`` may be ``c``).  Each output is computed in float32 as
-``c + p0 + p1 + ... + p15``, left to right, each ``p_k = A[m, k] * B[k, n]`` exact (the product
-of two halves fits a float32, bar a bfloat16 product's overflow or underflow) and each
-addition rounded to nearest even.  The hardware's internal order and rounding are not
-documented and may differ in the last bits; ``tools/device/mma_h200.py`` records the
-difference on an H200.
+``t.mma(d, a, b, c)``: D = A B + C, A 16 × 16 and B 16 × 8 of float16 or bfloat16, C and D
+float32; per lane ``a`` holds 8 halves, ``b`` 4, ``c`` and ``d`` 4 floats (``d`` may be ``c``).
+Each output is ``c + p0 + ... + p15`` in float32, left to right, each product exact (bar a
+bfloat16 product's overflow or underflow), each addition rounded to nearest even.  The
+hardware's internal order and rounding are not documented and differ in the last bits
+(``tools/device/mma_h200.py`` records by how much on an H200).
 
-``t.ldmatrix(r, s, index, n, trans=False)``: ``n`` (1, 2 or 4) 8 × 8 matrices of halves from
-shared ``s``; lanes ``8j .. 8j + 7`` each give, as ``index``, the first element of one 16-byte
-row of matrix ``j`` (other lanes' indices are not read), and ``r[2j], r[2j + 1]`` receive this
-lane's two elements of it.  The read is counted as the shared load it is: 16 bytes for each of
-``8 n`` lanes, so at least ``n`` wavefronts, more where rows share banks.
+``t.ldmatrix(r, s, index, n, trans=False)``: ``n`` (1, 2, 4) 8 × 8 matrices of halves from
+shared ``s``; lanes ``8j .. 8j + 7`` give, as ``index``, the start of a 16-byte row of matrix
+``j``, and ``r[2j], r[2j + 1]`` receive this lane's two elements of it: a shared load of 16 bytes
+for each of ``8 n`` lanes, at least ``n`` wavefronts, more where rows share banks.
 """
 
 from __future__ import annotations

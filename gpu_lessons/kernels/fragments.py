@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _validate
 from .._format import html_table
 
 #: (rows, columns, registers per lane) of each operand of m16n8k16.
@@ -65,19 +66,15 @@ class MmaLayout:
 
     def of_lane(self, lane: int) -> list[tuple[int, int]]:
         """The (row, column) of each of this lane's elements, in element order."""
-        out = []
-        for i in range(SHAPES[self.operand][2]):
-            r, c = np.argwhere((self.lane == lane) & (self.element == i))[0]
-            out.append((int(r), int(c)))
-        return out
+        return [tuple(int(x) for x in np.argwhere((self.lane == lane) & (self.element == i))[0])
+                for i in range(SHAPES[self.operand][2])]
 
     def __repr__(self) -> str:
         rows, cols = self.shape
         width = max(len(self.cell(r, c)) for r in range(rows) for c in range(cols))
-        lines = [f"mma.m16n8k16 operand {self.operand} ({rows} x {cols}): lane:element"]
-        for r in range(rows):
-            lines.append(" ".join(self.cell(r, c).rjust(width) for c in range(cols)))
-        return "\n".join(lines)
+        return "\n".join([f"mma.m16n8k16 operand {self.operand} ({rows} x {cols}): lane:element",
+                          *(" ".join(self.cell(r, c).rjust(width) for c in range(cols))
+                            for r in range(rows))])
 
     def _repr_html_(self) -> str:
         rows, cols = self.shape
@@ -90,10 +87,7 @@ class MmaLayout:
 def mma_layout(operand: str = "a") -> MmaLayout:
     """The fragment layout of one operand of ``t.mma`` (``"a"``, ``"b"`` or ``"c"``; D is laid
     out as C): which lane, and which element of its per-thread array, holds each element."""
-    if operand not in OPERANDS:
-        raise ValueError(f"operand must be one of {', '.join(OPERANDS)} (D is laid out as c), "
-                         f"got {operand!r}")
-    lane, element = TABLES[operand]
+    lane, element = TABLES[_validate.choice("operand", operand, OPERANDS)]
     return MmaLayout(operand, lane, element)
 
 

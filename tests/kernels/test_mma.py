@@ -75,7 +75,7 @@ def test_the_layout_is_the_ptx_isa_s():
                            strict=True))
         assert pairs == [(lane, i) for lane in range(32) for i in range(per)]
     assert "L5:a[3]" in repr(a) and "<table>" in a._repr_html_()
-    with pytest.raises(ValueError, match="operand must be one of a, b, c"):
+    with pytest.raises(ValueError, match="operand must be one of 'a', 'b', 'c'; got 'd'"):
         mma_layout("d")
 
 

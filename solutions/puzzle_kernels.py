@@ -11,6 +11,7 @@ Every kernel is one self-contained function in the kernel language: its argument
 ``np``, numbers and locals.
 """
 
+import ml_dtypes
 import numpy as np
 
 # -- lesson 02: threads, warps and SMs ------------------------------------------------------------
@@ -604,6 +605,76 @@ def sgemm_warptile_kernel(t, a, b, c, m, n, k):
         r = (row0 + wr + i % 4 + i // 4 * 16 + lr) * n + col0 + wc + lc
         t.vstore(c, r, (acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3]))
         t.vstore(c, r + 32, (acc[i, 4], acc[i, 5], acc[i, 6], acc[i, 7]))
+
+
+
+
+# -- lesson 07: tensor cores ------------------------------------------------------------------------
+
+
+def mma_tile_kernel(t, a, b, c):
+    fa = t.local((8,), ml_dtypes.bfloat16)
+    fb = t.local((4,), ml_dtypes.bfloat16)
+    acc = t.local((4,), np.float32)
+    g = t.lane // 4                    # groupID: rows g and g + 8 of a and c, column g of b
+    q = t.lane % 4                     # threadID_in_group: columns 2q, 2q + 1 (and 8 more)
+    for i in range(8):
+        fa[i] = a[g + 8 * (i // 2 % 2), 2 * q + i % 2 + 8 * (i // 4)]
+    for i in range(4):
+        fb[i] = b[2 * q + i % 2 + 8 * (i // 2), g]
+    t.mma(acc, fa, fb, acc)
+    for i in range(4):
+        c[g + 8 * (i // 2), 2 * q + i % 2] = acc[i]
+
+
+def hgemm_mma_kernel(t, a, b, c, m, n, k):
+    sa = t.shared((2, 32, 24), ml_dtypes.bfloat16)   # rows 48 bytes apart: ldmatrix conflict-free
+    sb = t.shared((2, 16, 40), ml_dtypes.bfloat16)   # rows 80 bytes apart
+    fa = t.local((8,), ml_dtypes.bfloat16)
+    rb = t.local((8,), ml_dtypes.bfloat16)
+    fb0 = t.local((4,), ml_dtypes.bfloat16)
+    fb1 = t.local((4,), ml_dtypes.bfloat16)
+    acc0 = t.local((4,), np.float32)
+    acc1 = t.local((4,), np.float32)
+    tid = t.thread_idx.x
+    row0 = t.block_idx.y * 32
+    col0 = t.block_idx.x * 32
+    wm = t.warp // 2 * 16                  # this warp's 16 x 16 of the block's 32 x 32
+    wn = t.warp % 2 * 16
+    if tid < 64:                           # warps 0, 1: a's 32 x 16 tile, 8 halves a thread
+        t.copy_async(sa, (0, tid // 2, tid % 2 * 8), a, (row0 + tid // 2) * k + tid % 2 * 8, 8)
+    else:                                  # warps 2, 3: b's 16 x 32
+        f = tid - 64
+        t.copy_async(sb, (0, f // 4, f % 4 * 8), b, (f // 4) * n + col0 + f % 4 * 8, 8)
+    t.commit()
+    for k0 in range(0, k, 16):
+        s = k0 // 16 % 2
+        t.wait(0)
+        t.sync()                           # tile k0 is in stage s; stage 1 - s is free
+        if k0 + 16 < k:
+            if tid < 64:
+                t.copy_async(sa, (1 - s, tid // 2, tid % 2 * 8), a,
+                             (row0 + tid // 2) * k + k0 + 16 + tid % 2 * 8, 8)
+            else:
+                f = tid - 64
+                t.copy_async(sb, (1 - s, f // 4, f % 4 * 8), b,
+                             (k0 + 16 + f // 4) * n + col0 + f % 4 * 8, 8)
+        t.commit()
+        lr = t.lane % 8 + 8 * (t.lane // 8 % 2)
+        t.ldmatrix(fa, sa, (s, wm + lr, 8 * (t.lane // 16)), 4)
+        t.ldmatrix(rb, sb, (s, lr, wn + 8 * (t.lane // 16)), 4, trans=True)
+        for i in range(4):
+            fb0[i] = rb[i]
+            fb1[i] = rb[4 + i]
+        t.mma(acc0, fa, fb0, acc0)
+        t.mma(acc1, fa, fb1, acc1)
+    g = t.lane // 4
+    q = t.lane % 4
+    for i in range(4):
+        r = row0 + wm + g + 8 * (i // 2)
+        col = col0 + wn + 2 * q + i % 2
+        c[r * n + col] = acc0[i]
+        c[r * n + col + 8] = acc1[i]
 
 
 # -- lesson 08: system level --------------------------------------------------------------------

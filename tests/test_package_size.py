@@ -19,7 +19,7 @@ def _lines(path: Path) -> int:
 
 
 def _budget() -> int:
-    """The budget as ``CONTRIBUTING.md`` states it ("a line budget of 41,000 lines")."""
+    """The budget as ``CONTRIBUTING.md`` states it ("a line budget of 41,500 lines")."""
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     found = re.search(r"line\s+budget\s+of\s+([\d,]+)\s+lines", text)
     assert found, "CONTRIBUTING.md states no line budget"

@@ -89,8 +89,12 @@ def _cell(kind: str, source: str, puzzle: str, role: str):
 
 def puzzle_cells(lesson: int, solution: bool) -> list:
     """The cells the tool writes into lesson ``lesson``'s exercise (or solution) notebook."""
+    # bfloat16 kernels name their dtype through ml_dtypes (NumPy has none)
+    bf16 = "import ml_dtypes\n" if any("ml_dtypes" in p.goal for p in puzzles.puzzles(lesson)) \
+        else ""
     cells = [_cell("markdown", INTRO, "intro", "statement"),
-             _cell("code", "import numpy as np\n\nimport gpu_lessons\nfrom gpu_lessons import puzzles\n\n"
+             _cell("code", f"{bf16}import numpy as np\n\nimport gpu_lessons\n"
+                           "from gpu_lessons import puzzles\n\n"
                            "_ = gpu_lessons.setup(report=False)  # loads bokeh, so puzzles.show can draw",
                    "intro", "setup")]
     for k, p in enumerate(puzzles.puzzles(lesson), start=1):

@@ -25,6 +25,8 @@ The parts, each a module of its own:
 * :mod:`~gpu_lessons.kernels.nvrtc` — NVRTC without a GPU;
 * :mod:`~gpu_lessons.kernels.compiled` — the machine code, without a GPU (:func:`compile`:
   registers, spills, PTX and SASS, each line tied to the learner's Python line);
+* :mod:`~gpu_lessons.kernels.fragments` — which lane holds which element of a tensor-core
+  operand (:func:`mma_layout`);
 * :mod:`~gpu_lessons.kernels.gpu` — a run on a GPU (:func:`run_on_gpu`, :func:`beside_simulator`).
 
 The learner's guide to the language, with each construct's CUDA counterpart, is
@@ -34,10 +36,11 @@ The learner's guide to the language, with each construct's CUDA counterpart, is
 from .compiled import AsmLine, CompiledKernel, compile
 from .cuda_c import to_cuda
 from .cuda_types import CudaSource
+from .fragments import MmaLayout, mma_layout
 from .gpu import BesideSimulator, GpuRun, beside_simulator, run_on_gpu
 from .lang import KernelLanguageError, validate
 from .simt import KernelError, SimResult, SimtError, run
 
 __all__ = ["AsmLine", "BesideSimulator", "CompiledKernel", "CudaSource", "GpuRun", "KernelError",
-           "KernelLanguageError", "SimResult", "SimtError", "beside_simulator", "compile", "run",
-           "run_on_gpu", "to_cuda", "validate"]
+           "KernelLanguageError", "MmaLayout", "SimResult", "SimtError", "beside_simulator",
+           "compile", "mma_layout", "run", "run_on_gpu", "to_cuda", "validate"]

@@ -31,9 +31,17 @@ MATH_FUNCTIONS = frozenset({
 })
 #: NumPy dtypes a kernel may name (as ``t.shared``/``t.local`` dtypes, or to convert one number).
 NP_DTYPES = frozenset({
-    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool_",
 })
+#: Dtypes named through ml_dtypes (``ml_dtypes.bfloat16``): NumPy has no bfloat16 of its own.
+ML_DTYPES = frozenset({"bfloat16"})
+#: Why arithmetic on a 16-bit float is refused, and the form that works (simulator and
+#: translation alike).
+HALF_ARITHMETIC = ("{dtype} values are loaded, stored, moved and converted, not computed with "
+                   "(NumPy would round every step to {dtype}, CUDA computes in float32): "
+                   "convert first, x = t.local(h, np.float32), compute in float32, and store "
+                   "the result into a {dtype} array (rounded to nearest even)")
 #: NumPy (and ``math``) constants a kernel may use (Python floats).
 NP_CONSTANTS = frozenset({"inf", "nan", "pi", "e"})
 MATH_CONSTANTS = NP_CONSTANTS
@@ -77,6 +85,8 @@ T_CALLS = {
     "copy_async": (5, 5, set(), "stmt"),
     "commit": (0, 0, set(), "stmt"),
     "wait": (1, 1, set(), "stmt"),
+    "mma": (4, 4, set(), "stmt"),
+    "ldmatrix": (4, 4, {"trans"}, "stmt"),
 }
 #: Calls that must not sit in an operand only some lanes evaluate (``and``/``or``'s right side,
 #: an arm of ``a if c else b``) or in ``t.where``'s values, which Python evaluates for every lane.
@@ -232,14 +242,44 @@ CONSTRUCTS = (
               "in the simulator), and shared arrays they touch are declared __align__(16)",
               "v0, v1, v2, v3 = t.vload(x, 4 * i, 4)\nif 4 * i + 3 < n:\n"
               "    t.vstore(out, 4 * i, (v0, v1, v2, v3))\n", "t"),
+    Construct("16-bit floats", "t.shared(64, np.float16), ml_dtypes.bfloat16 arrays",
+              ("__shared__ half_t h[64];", "h[i] = half_t(x[i]);", "float v = (float)h[i];"),
+              "np.float16 and ml_dtypes.bfloat16 arrays (arguments, shared, per-thread) hold "
+              "16-bit floats: a store rounds to nearest even, as NumPy and ml_dtypes convert; "
+              "t.local(h, np.float32) converts back exactly. Arithmetic on them is refused: "
+              "compute in float32. The translation declares its own half_t and bf16_t (no "
+              "cuda_fp16.h, which NVRTC's wheels do not ship)",
+              "h = t.shared(64, np.float16)\nh[i] = x[i]\nt.sync()\n"
+              "v = t.local(h[i], np.float32)\nout[i] = v * 2.0\n", "t"),
+    Construct("t.mma", "t.mma(d, a, b, c)", ("mma_m16n8k16(acc, fa, fb, acc);",),
+              "D = A B + C on the tensor cores (mma.sync m16n8k16), by the whole warp: a is "
+              "each lane's 8 halves of the 16 x 16 A, b its 4 of the 16 x 8 B (float16 or "
+              "bfloat16), c and d its 4 floats of C and D, laid out as the PTX ISA says "
+              "(kernels.mma_layout shows which lane holds which element); d may be c. Each "
+              "output is float32 sums of exact products, c first, k = 0 to 15; the hardware's "
+              "internal rounding may differ in the last bits. A lane missing is an error",
+              "fa = t.local((8,), np.float16)\nfb = t.local((4,), np.float16)\n"
+              "acc = t.local((4,), np.float32)\nfa[0] = x[i]\nfb[0] = x[i]\n"
+              "t.mma(acc, fa, fb, acc)\nout[i] = acc[0]\n", "t"),
+    Construct("t.ldmatrix", "t.ldmatrix(r, s, (row, col), 4, trans=False)",
+              ("ldmatrix<1, false>(r, &s[",),
+              "1, 2 or 4 8 x 8 matrices of halves from shared memory into the fragment layout, "
+              "by the whole warp (ldmatrix.sync): lanes 8j to 8j + 7 each give the start of a "
+              "16-byte row of matrix j, and r[2j], r[2j + 1] receive this lane's two elements "
+              "(trans=True: of the transpose); counted as a shared load of 16 bytes a lane",
+              "s = t.shared((8, 8), np.float16)\ns[t.lane % 8, t.lane // 8] = x[i]\n"
+              "t.syncwarp()\nr = t.local((2,), np.float16)\n"
+              "t.ldmatrix(r, s, (t.lane % 8, 0), 1)\nv = t.local(r[0], np.float32)\n"
+              "out[i] = v\n",
+              "t"),
     Construct("asynchronous copy", "t.copy_async(sa, j, a, i, 4), t.commit(), t.wait(1)",
               ("cp_async<4>(&s[i], &x[i]);", "cp_async_commit();", "cp_async_wait<0>();"),
               "global to shared memory without registers (cp.async, compute capability 8.0 "
-              "on): each lane copies 1, 2 or 4 elements (4, 8 or 16 bytes); t.commit() closes "
-              "the thread's group of copies, t.wait(k) waits until at most k groups are still "
-              "in flight; other threads see the data after a t.sync() that follows the wait. "
-              "Reading or writing an element before its copy has landed is an error in the "
-              "simulator",
+              "on): each lane copies 4, 8 or 16 bytes (1, 2 or 4 floats, up to 8 halves); "
+              "t.commit() closes the thread's group of copies, t.wait(k) waits until at "
+              "most k groups are still in flight; other threads see the data after a "
+              "t.sync() that follows the wait. Reading or writing an element before its copy "
+              "has landed is an error in the simulator",
               "s = t.shared(64, np.float32)\nt.copy_async(s, i, x, i, 1)\nt.commit()\n"
               "t.wait(0)\nt.sync()\nout[i] = s[i] * 2.0\n", "t"),
     Construct("t.launch_bounds", "t.launch_bounds(256, 2)", ("__launch_bounds__(256, 2)",),

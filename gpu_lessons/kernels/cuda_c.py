@@ -118,11 +118,13 @@ import ast
 
 import numpy as np
 
+from .cuda_mma import HALF_TYPES
 from .cuda_stmt import _Translator
 from .cuda_structure import _strip_comment
 from .cuda_types import (
     _COMMENT_COLUMN_MAX,
     _RESERVED,
+    HALF_DTYPES,
     CudaSource,
     Param,
 )
@@ -235,6 +237,8 @@ def to_cuda(kernel, *args) -> CudaSource:
                   "(NumPy rounds")
     header.append("// a * b + c twice; a fused multiply-add rounds once).")
     helpers = [h for h in tr.helpers.values()]
+    if any(a.dtype in HALF_DTYPES for a in tr.arrays.values()):
+        helpers.insert(0, HALF_TYPES)   # the 16-bit types, before anything that uses them
     text = "\n".join(header) + "\n\n" + ("\n".join(helpers) + "\n" if helpers else "") + body + "\n"
     body_py = _python_line_numbers(k, body_lines)
     body_py[0] = k.tree.lineno + k.line_offset   # the signature: the def line

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate
-from .constructs import MATH_C, NP_DTYPES
+from .constructs import HALF_ARITHMETIC, MATH_C, NP_DTYPES
 from .cuda_structure import (
     _structure,
 )
@@ -29,6 +29,7 @@ from .cuda_types import (
     _SMALL,
     _UNSIGNED,
     _WARP_ID,
+    HALF_DTYPES,
     INDEX,
     P_ADD,
     P_ATOM,
@@ -156,8 +157,7 @@ class _Exprs:
         for name, a in zip(k.params, args, strict=True):
             cn = self.cname(name)
             if isinstance(a, np.ndarray):
-                if a.dtype.kind not in "biuf" or a.dtype.name == "float16" \
-                        or a.dtype.name not in _CTYPES:
+                if a.dtype.name not in _CTYPES:
                     raise TypeError(f"{name}: arrays of {a.dtype} cannot be translated; CUDA "
                                     f"arrays here hold {', '.join(sorted(_CTYPES))}")
                 if a.ndim == 0 or a.size == 0:
@@ -175,8 +175,9 @@ class _Exprs:
                 if ty.np == "pyint" and not -(2**31) <= a < 2**31:
                     raise ValueError(f"{name}={a} does not fit the 32-bit int the CUDA kernel "
                                      f"takes")
-                if ty.np == "float16":
-                    raise TypeError(f"{name}: float16 scalars cannot be translated")
+                if ty.np in HALF_DTYPES:
+                    raise TypeError(f"{name}: {ty.np} scalars cannot be translated; pass a "
+                                    f"float32 (a kernel converts with t.local(x, np.{ty.np}))")
                 cty = "int" if ty.np == "pybool" else ty.ctype
                 v = _Var(name, cn, ty, nonneg=False, param=True)
                 self.vars[name] = v
@@ -292,7 +293,13 @@ class _Exprs:
 
     # arithmetic
 
+    def no_half(self, node, tys):
+        half = next((t.np for t in tys if t.np in HALF_DTYPES), None)
+        if half is not None:
+            self.refuse(node, "half arithmetic", HALF_ARITHMETIC.format(dtype=half))
+
     def result_ty(self, node, fn, tys, pyfn=None) -> Ty:
+        self.no_half(node, tys)
         lanes = any(t.lanes for t in tys)
         dummies = [t.dummy() for t in tys]
         try:
@@ -462,6 +469,7 @@ class _Exprs:
 
     def compare(self, node, op, a: E, b: E) -> E:
         tys = [a.ty, b.ty]
+        self.no_half(node, tys)
         lanes = a.ty.lanes or b.ty.lanes
         if all(t.weak for t in tys):
             common = "double" if any(t.np == "pyfloat" for t in tys) else "int"

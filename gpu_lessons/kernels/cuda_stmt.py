@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 
 from .cuda_expr import _Exprs, _Unknown, _Var
+from .cuda_mma import LDMATRIX, MMA
 from .cuda_structure import (
     _S,
     _assigned_names,
@@ -23,6 +24,8 @@ from .cuda_structure import (
 )
 from .cuda_types import (
     _CTYPES,
+    _LANE_ID,
+    _LINEAR_TID,
     CP_ASYNC,
     P_ADD,
     P_ATOM,
@@ -335,6 +338,8 @@ class _Translator(_Exprs):
                 self.vector_store(call, indent)
             elif op == "copy_async":
                 self.copy_async(call, indent)
+            elif op in ("mma", "ldmatrix"):
+                self.tensor_core(op, call, indent)
             elif op == "commit":
                 self.need("cp_async", CP_ASYNC)
                 self.emit(indent, "cp_async_commit();", n)
@@ -425,6 +430,32 @@ class _Translator(_Exprs):
         self.need("cp_async", CP_ASYNC)
         self.emit(indent, f"cp_async<{nbytes}>(&{self.flat_index(dst, call.args[1], call)}, "
                           f"&{self.flat_index(src, call.args[3], call)});", call)
+
+    def tensor_core(self, op, call, indent):
+        """``t.mma(d, a, b, c)``: ``mma_m16n8k16(d, a, b, c);``; ``t.ldmatrix(r, s, idx, 4)``:
+        ``ldmatrix<4, false>(r, &s[...]);`` (inline PTX on the GPUs that have them, the same
+        values through shuffles elsewhere: :mod:`~gpu_lessons.kernels.cuda_mma`)."""
+        names = ("d", "a", "b", "c") if op == "mma" else ("r", "s")
+        arrays = [self.array(node) for node in call.args[:len(names)]]
+        for what, arr in zip(names, arrays, strict=False):
+            want = "shared" if what == "s" else "local"
+            if arr.space not in ((want, "dynamic") if want == "shared" else (want,)):
+                self.refuse(call, f"t.{op}", f"{what} must be a "
+                                             f"{'shared' if want == 'shared' else 'per-thread'} "
+                                             f"array, got a {arr.space} one")
+        self.need("linear_tid", _LINEAR_TID)
+        self.need("lane_id", _LANE_ID)
+        if op == "mma":
+            arrays[0].written = True
+            self.need("mma", MMA)
+            self.emit(indent, f"mma_m16n8k16({', '.join(a.name for a in arrays)});", call)
+            return
+        arrays[0].written = True
+        trans = any(kw.arg == "trans" and kw.value.value for kw in call.keywords)
+        self.need("ldmatrix", LDMATRIX)
+        self.emit(indent, f"ldmatrix<{call.args[3].value}, {'true' if trans else 'false'}>("
+                          f"{arrays[0].name}, &{self.flat_index(arrays[1], call.args[2], call)});",
+                  call)
 
     def assign_name(self, n, name, value_node, indent, lanes_depth, declare):
         if name in self.arrays and isinstance(value_node, ast.Call) and (
@@ -544,7 +575,7 @@ class _Translator(_Exprs):
         16-byte alignment a float4 access has, which C gives a float array only on request)."""
         return {node.args[0].id for node in ast.walk(self.k.tree)
                 if self.is_t(node, "vload") or self.is_t(node, "vstore")
-                or self.is_t(node, "copy_async")}
+                or self.is_t(node, "copy_async") or self.is_t(node, "ldmatrix")}
 
     def register_array(self, n, single):
         """``acc = t.local((8, 8), np.float32)``: ``float acc[8][8] = {};`` (every index is a

@@ -7,9 +7,11 @@ import html
 import math
 from dataclasses import dataclass
 
+import ml_dtypes  # noqa: F401  (registers the bfloat16 dtype with NumPy)
 import numpy as np
 
 from .._math import round_up
+from .cuda_mma import HALF_CTYPES
 
 #: NVRTC options that make the GPU's float arithmetic round as NumPy's does (no fused
 #: multiply-add; division and square root are IEEE-rounded by default).
@@ -25,13 +27,16 @@ _INT_CTYPES = {
     "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
     "int64": "long long", "uint64": "unsigned long long", "bool": "bool",
 }
-_CTYPES = {**_INT_CTYPES, "float32": "float", "float64": "double"}
+_CTYPES = {**_INT_CTYPES, "float32": "float", "float64": "double", **HALF_CTYPES}
+#: The 16-bit floats: loaded, stored, moved and converted, never computed with.
+HALF_DTYPES = tuple(HALF_CTYPES)
+_HALF_C = frozenset(HALF_CTYPES.values())
 _SMALL = {"signed char", "unsigned char", "short", "unsigned short", "bool"}
 _UNSIGNED = {"unsigned char", "unsigned short", "unsigned int", "unsigned long long"}
 _FLOATS = {"float", "double"}
 _RANK = {"bool": 0, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
          "int": 3, "unsigned int": 3, "long long": 4, "unsigned long long": 4,
-         "float": 5, "double": 6}
+         "float": 5, "double": 6, "half_t": 5, "bf16_t": 5}
 _NUMPY_OF_C = {"int": np.int32, "double": np.float64, "float": np.float32,
                "long long": np.int64, "unsigned int": np.uint32,
                "unsigned long long": np.uint64, "short": np.int16, "unsigned short": np.uint16,
@@ -50,7 +55,8 @@ threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs llabs fabs fabsf s
 expf exp2 exp2f log logf log2 log2f log10 log10f sin sinf cos cosf tan tanf tanh tanhf floor
 floorf ceil ceilf trunc truncf pow powf fmod fmodf fmax fmaxf fmin fminf copysign copysignf
 isnan atomicAdd atomicMax atomicCAS lane_id warp_id linear_tid py_floordiv py_mod py_ipow
-py_maximum py_minimum dynamic_smem __shfl_sync __shfl_down_sync __shfl_up_sync __shfl_xor_sync
+py_maximum py_minimum dynamic_smem half_t bf16_t narrow_rn widen_f16 pack2 mma_m16n8k16
+ldmatrix HALF_FN __shfl_sync __shfl_down_sync __shfl_up_sync __shfl_xor_sync
 __syncthreads __syncwarp
 """
 _RESERVED = frozenset(_RESERVED_WORDS.split())
@@ -81,7 +87,7 @@ class Ty:
 
     @property
     def is_float(self) -> bool:
-        return self.np in ("float32", "float64", "pyfloat")
+        return self.np in ("float32", "float64", "pyfloat", *HALF_DTYPES)
 
     @property
     def is_int(self) -> bool:
@@ -271,6 +277,8 @@ def _assignable(e: E, cty: str) -> E:
     written as casts so the reader sees them."""
     if e.cty == cty:
         return e
+    if cty in _HALF_C or e.cty in _HALF_C:
+        return _to(e, cty)
     if (e.cty not in _FLOATS and cty not in _FLOATS and cty != "bool" and e.cty != "bool"
             and _RANK[cty] >= _RANK[e.cty] and _RANK[cty] >= 3):
         return e
@@ -282,6 +290,9 @@ def _to(e: E, cty: str) -> E:
     would not happen inside an expression; literals are rewritten in the new type."""
     if e.cty == cty:
         return e
+    if cty in _HALF_C:   # the type's constructor rounds (to nearest even) from a double
+        inner = _to(e, "double") if e.const is not None else e
+        return E(f"{cty}({inner.text})", P_ATOM, e.ty, cty, False, None, e.effect)
     if e.const is not None and not isinstance(e.const, bool):
         return _literal(e.const, e.ty, cty)
     return _cast(_signed(e), cty)

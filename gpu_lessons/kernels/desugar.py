@@ -37,6 +37,7 @@ import ast
 import copy
 import math
 
+import ml_dtypes
 import numpy as np
 
 from .lang import SAFE_BUILTINS, Kernel, validate
@@ -328,7 +329,8 @@ def simulator_function(kernel, k: Kernel | None = None):
     compiled = _rewritten(k, filename)
     # NameError: the rewrite reads a name that may not be bound yet (the kernel cannot name it)
     builtins = {**SAFE_BUILTINS, "NameError": NameError}
-    namespace = {"np": np, "math": math, "__builtins__": builtins, **k.constants}
+    namespace = {"np": np, "math": math, "ml_dtypes": ml_dtypes, "__builtins__": builtins,
+                 **k.constants}
     exec(compiled, namespace)  # validated, rewritten kernel source; clean namespace
     fn = namespace[k.name]
     fn.__gl_kernel__ = k

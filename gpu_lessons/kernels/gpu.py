@@ -13,6 +13,7 @@ from .cuda_c import to_cuda
 from .cuda_types import (
     _NUMPY_OF_C,
     EXACT_OPTIONS,
+    HALF_DTYPES,
     CudaSource,
 )
 from .simt.lanes import MAX_BLOCK_DIM, MAX_GRID_DIM
@@ -64,7 +65,11 @@ def launch_args(source: CudaSource, args) -> list:
     out = []
     for p, a in zip(source.params, args, strict=True):
         if p.kind == "array":
-            out.append(cp.asarray(np.ascontiguousarray(a).reshape(-1)))
+            flat = np.ascontiguousarray(a).reshape(-1)
+            # 16-bit floats travel as their bits (CuPy has no bfloat16; the kernel's half_t
+            # and bf16_t are those bits)
+            out.append(cp.asarray(flat.view(np.uint16) if a.dtype.name in HALF_DTYPES
+                                  else flat))
         else:
             out.append(_NUMPY_OF_C[p.ctype](a))
     return out
@@ -134,7 +139,7 @@ def _run(source: CudaSource, grid, block, args, repeats, warmup, exact) -> GpuRu
             samples.append(max(cp.cuda.get_elapsed_time(start, end) * 1e-3, 1e-9))
     for p, a, d in zip(source.params, args, result, strict=True):
         if p.kind == "array" and p.written:
-            a[...] = cp.asnumpy(d).reshape(a.shape)
+            a[...] = cp.asnumpy(d).view(a.dtype).reshape(a.shape)
     return GpuRun(source.kernel_name, grid, block, device_name(cp),
                   Timing(tuple(samples), warmup, "CUDA events"), shared, int(k.num_regs), exact)
 

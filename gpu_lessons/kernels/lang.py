@@ -76,6 +76,7 @@ import math
 import textwrap
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from .. import _validate
@@ -85,6 +86,7 @@ from .constructs import (
     BUILTINS,
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
+    ML_DTYPES,
     NP_ARITY,
     NP_CONSTANTS,
     NP_DTYPES,
@@ -701,7 +703,11 @@ class _Checker:
                 and e.attr in NP_DTYPES):
             self.uses_np = True
             return
-        self.refuse(e, "dtype", f"a dtype is one of np.{', np.'.join(sorted(NP_DTYPES))}")
+        if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                and e.value.id == "ml_dtypes" and e.attr in ML_DTYPES):
+            return
+        self.refuse(e, "dtype", f"a dtype is one of np.{', np.'.join(sorted(NP_DTYPES))} or "
+                                f"ml_dtypes.bfloat16")
 
     def string_arg(self, e, what):
         if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
@@ -771,9 +777,29 @@ class _Checker:
                 for p in (idx.elts if isinstance(idx, ast.Tuple) else [idx]):
                     self.expr(p)
             if not (isinstance(args[4], ast.Constant) and type(args[4].value) is int
-                    and args[4].value in (1, 2, 4)):
+                    and args[4].value in (1, 2, 4, 8)):
                 self.refuse(e, "t.copy_async", "the width is the number 1, 2 or 4 (4, 8 or 16 "
-                                               "bytes of float32): t.copy_async(sa, j, a, i, 4)")
+                                               "bytes of float32; 2, 4 or 8 of 16-bit floats): "
+                                               "t.copy_async(sa, j, a, i, 4)")
+            return
+        if op in ("mma", "ldmatrix"):   # t.mma(d, a, b, c), t.ldmatrix(r, s, index, n)
+            arrays = args if op == "mma" else args[:2]
+            for arr in arrays:
+                if not isinstance(arr, ast.Name) or arr.id in (self.ctx, "np"):
+                    self.refuse(e, f"t.{op}", "the operands are arrays, by name: "
+                                              "t.mma(d, a, b, c), t.ldmatrix(r, s, (row, col), 4)")
+                self.name(arr)
+            if op == "ldmatrix":
+                for p in (args[2].elts if isinstance(args[2], ast.Tuple) else [args[2]]):
+                    self.expr(p)
+                if not (isinstance(args[3], ast.Constant) and type(args[3].value) is int
+                        and args[3].value in (1, 2, 4)):
+                    self.refuse(e, "t.ldmatrix", "the number of matrices is the number 1, 2 "
+                                                 "or 4: t.ldmatrix(r, s, (row, col), 4)")
+                for kw in e.keywords:
+                    if not (isinstance(kw.value, ast.Constant) and type(kw.value.value) is bool):
+                        self.refuse(e, "t.ldmatrix", "trans is True or False, written out: "
+                                                     "t.ldmatrix(r, s, (row, col), 2, trans=True)")
             return
         if op == "wait":
             g = args[0]
@@ -946,7 +972,8 @@ def compile_kernel(source: str, constants: dict | None = None):
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's source text, got {type(source).__name__}")
     k = validate(source, constants)
-    namespace = {"np": np, "math": math, "__builtins__": dict(SAFE_BUILTINS), **k.constants}
+    namespace = {"np": np, "math": math, "ml_dtypes": ml_dtypes,
+                 "__builtins__": dict(SAFE_BUILTINS), **k.constants}
     text = textwrap.dedent(source)
     filename = f"<kernel {k.name} #{next(_COMPILED)}>"
     exec(compile(text, filename=filename, mode="exec"), namespace)  # validated source, clean namespace

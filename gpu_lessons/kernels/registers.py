@@ -159,8 +159,13 @@ class _Pass:
         return None
 
     def uses(self, node, loops, slow):
+        # the tensor-core operations take whole per-thread arrays (a warp's fragments)
+        whole = {id(a) for e in ast.walk(node) if isinstance(e, ast.Call)
+                 and (_is_t(e, self.ctx, "mma") or _is_t(e, self.ctx, "ldmatrix"))
+                 for a in e.args[:4 if _is_t(e, self.ctx, "mma") else 1]}
         for e in ast.walk(node):
-            if isinstance(e, ast.Name) and e.id in self.arrays and not _indexed(e, node):
+            if isinstance(e, ast.Name) and e.id in self.arrays and not _indexed(e, node) \
+                    and id(e) not in whole:
                 self.refuse(e, "per-thread array", f"`{e.id}` is a per-thread array: use its "
                             f"elements ({e.id}[0, 1]), not the array itself")
             if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)

@@ -264,7 +264,8 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
     classified = sum(mix(c) for c in ("fp32", "fp32_div", "fp32_sfu", "fp64", "fp64_div",
                                       "fp64_sfu", "int", "other"))
     int_like = (mix("int") + mix("other") + max(kinds("alu") - classified, 0.0)
-                + kinds("branch") + kinds("bar.warp") + kinds("cp.async"))
+                + kinds("branch") + kinds("bar.warp") + kinds("cp.async")
+                + kinds("mma"))   # issue slots only: the tensor pipe's time is not modelled
     memory_instr = merged + sum(kinds(x) for x in ("ld.global", "st.global", "atom.global",
                                                    "atom.shared"))
     t_int = int_like * per_sm / k.int_per_s_sm

@@ -185,6 +185,28 @@ def _shared_wavefronts_per_fma(result, case, array, params):
     return sum(waves.values()) / (_fmas(case) / WARP_SIZE), line
 
 
+def _mma_events(result):
+    evs = [e for e in result.events if e.kind == "mma"]
+    lines = Counter(e.line for e in evs)
+    return evs, (lines.most_common(1)[0][0] if lines else None)
+
+
+def _tensor_core_share(result, case, array, params):
+    """The share of the product's multiply-adds that mma instructions do (16 × 8 × 16
+    each), at most 100 %."""
+    evs, line = _mma_events(result)
+    if line is None:   # no mma: point at the line doing the most arithmetic instead
+        alu = Counter(e.line for e in result.events if e.kind == "alu")
+        line = alu.most_common(1)[0][0] if alu else None
+    return min(1.0, len(evs) * 16 * 8 * 16 / _fmas(case)), line
+
+
+def _mma_instructions(result, case, array, params):
+    """mma.m16n8k16 instructions per 16 × 8 × 16 of the product."""
+    evs, line = _mma_events(result)
+    return len(evs) * 16 * 8 * 16 / _fmas(case), line
+
+
 def _shared_requests_per_block(result, case, array, params):
     evs = _events(result, (*LOADS["shared"], "st.shared"))
     lines = Counter(e.line for e in evs)
@@ -418,6 +440,12 @@ METRICS: dict[str, Metric] = {
                                         _shared_requests_per_block, False,
                                         (7, "5.3 Stable execution paths: divergence and "
                                             "needless synchronisation"), None),
+    "tensor_core_share": Metric("multiply-adds on the tensor cores", "%", _tensor_core_share,
+                                True, (7, "6.6 Tensor cores: one warp, one matrix "
+                                          "instruction")),
+    "mma_instructions": Metric("mma instructions", "per 16 × 8 × 16 product",
+                               _mma_instructions, False,
+                               (7, "6.6 Tensor cores: one warp, one matrix instruction"), None),
     "loads_before_first_store": Metric("global loads issued before the first store", "per warp",
                                        _loads_before_first_store, True,
                                        (6, "7. A model of latency hiding: warps × "

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from .. import _validate
-from . import lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson07_sgemm, lesson08
+from . import (
+    lesson02,
+    lesson03,
+    lesson04,
+    lesson05,
+    lesson06,
+    lesson07,
+    lesson07_mma,
+    lesson07_sgemm,
+    lesson08,
+)
 from ._core import Puzzle
 
 _ALL: tuple[Puzzle, ...] = tuple(p for m in (lesson02, lesson03, lesson04, lesson05, lesson06,
-                                              lesson07, lesson07_sgemm, lesson08)
+                                              lesson07, lesson07_sgemm, lesson07_mma, lesson08)
                                for p in m.PUZZLES)
 _BY_ID = {p.id: p for p in _ALL}
 

@@ -45,7 +45,7 @@ KIND_STYLE = {
     "ld.shared": (PALETTE[4], " "), "st.shared": (PALETTE[5], " "),
     "atom.shared": (PALETTE[5], "/"),
     "bar.sync": (PALETTE[6], " "), "bar.warp": (PALETTE[6], "."),
-    "shfl": (PALETTE[7], " "), "cp.async": (PALETTE[6], "x"),
+    "shfl": (PALETTE[7], " "), "cp.async": (PALETTE[6], "x"), "mma": (PALETTE[0], "x"),
 }
 KIND_COLOURS = {k: c for k, (c, _) in KIND_STYLE.items()}
 NO_BRANCH = "outside any branch"

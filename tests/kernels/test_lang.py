@@ -139,7 +139,7 @@ def test_only_whitelisted_numpy_names():
     _refused("y = np.linalg.norm(x)\n", "attribute")
     _refused("np.save('f', x)\n", "np name")
     _refused("y = np.where(n > 0, 1, 2)\n", "np name")
-    _refused("y = np.float16(1)\n", "np name")
+    _refused("y = np.complex64(1)\n", "np name")
     _refused("y = np\n", "np")
 
 

@@ -39,6 +39,7 @@ def _load(name, path):
 REF = _load("puzzle_kernels", ROOT / "solutions" / "puzzle_kernels.py")
 TOOL = _load("puzzle_cells", ROOT / "tools" / "puzzle_cells.py")
 LADDER = _load("ladder_kernels", Path(__file__).with_name("ladder_kernels.py"))
+MMA = _load("mma_kernels", Path(__file__).with_name("mma_kernels.py"))
 ALL = puzzles.puzzles()
 IDS = [p.id for p in ALL]
 
@@ -1162,7 +1163,31 @@ BREAKERS = [
     # a 16 x 2 lane grid: 2 + 2 + 4 + 4 wavefronts for 64 multiply-add instructions
     ("sgemm_warptile", REF.sgemm_double_buffered_kernel, {}, "shared_wavefronts_per_fma",
      "shared-memory load wavefronts: 0.188 per warp multiply-add, the budget is 0.125"),
+    # tensor cores: 16 x 8 x 16 = 2,048 multiply-adds, one mma instruction's worth
+    ("mma_tile", MMA.mma_tile_on_the_fp32_lanes, {}, "tensor_core_share",
+     "multiply-adds on the tensor cores: 0 %, the budget is at least 100 %"),
+    ("mma_tile", MMA.mma_tile_k_in_two_halves, {}, "mma_instructions",
+     "mma instructions: 2 per 16 × 8 × 16 product, the budget is 1"),
+    ("mma_tile", MMA.mma_tile_loading_a_twice, {}, "loads_per_element",
+     "global loads of a: 2 per element, the budget is 1"),
+    # 8 stores of a's rows and one ldmatrix.x4: correct, but shared memory is not needed
+    ("mma_tile", MMA.mma_tile_through_ldmatrix, {}, "shared_requests_per_block",
+     "shared-memory requests: 9 per block, the budget is 0"),
+    # rows 32 bytes apart: each ldmatrix matrix's rows 0 and 4 share banks
+    ("hgemm_mma", MMA.hgemm_mma_unpadded, {}, "bank_conflicts",
+     "wavefronts beyond the ideal): 192, the budget is 0"),
+    ("hgemm_mma", MMA.hgemm_mma_two_barriers, {}, "barriers",
+     "barriers: 6 per block, the budget is 3"),
 ]
+
+
+@pytest.mark.parametrize("kernel", [MMA.mma_tile_a_registers_swapped,
+                                    MMA.mma_tile_b_pairs_split], ids=lambda k: k.__name__)
+def test_a_fragment_layout_that_is_not_the_isa_s_gives_wrong_values(kernel):
+    """Small whole numbers make every order of the sums exact: only the layout can be wrong."""
+    r = puzzles.evaluate("mma_tile", kernel)
+    assert not r.correct and r.failure == "wrong", r.message
+    assert "6.6 Tensor cores: one warp, one matrix instruction" in r.message
 
 
 @pytest.mark.parametrize("pid, kernel, choices, metric, text", BREAKERS,
@@ -1612,7 +1637,7 @@ KEY_IDEAS = {
     "matmul_register": "register", "grid_stride": "grid-stride", "segmented_sum": "batch",
     "softmax": "fus", "sgemm_1d_blocktile": "register", "sgemm_2d_blocktile": "register",
     "sgemm_vectorized": "float4", "sgemm_double_buffered": "stage",
-    "sgemm_warptile": "wavefront",
+    "sgemm_warptile": "wavefront", "mma_tile": "fragment", "hgemm_mma": "fragment",
 }
 
 
@@ -1735,8 +1760,8 @@ def test_inputs_and_launch_at_other_sizes(pid):
     # the input maker works at any allowed size (a mid-sized one here), deterministically
     size = {k: max(1, v // 16) if k not in ("n",) else v for k, v in gpu.items()}
     if "n" in size:
-        size["n"] = next(n for n in range(min(gpu["n"], 4096), 0, -1)
-                         if _allowed(p, {**size, "n": n}))
+        size["n"] = next((n for n in range(min(gpu["n"], 4096), 0, -1)
+                          if _allowed(p, {**size, "n": n})), gpu["n"])
     if not _allowed(p, size):
         size = dict(p.sizes[0])
     a, b = p.make_inputs(size, seed=3), p.make_inputs(size, seed=3)
@@ -3393,6 +3418,8 @@ HONEST_VARIANTS = [
     # the stages filled by cp.async: no registers on the way, one barrier a tile
     ("sgemm_double_buffered", LADDER.honest_sgemm_double_buffered_cp_async, {}),
     ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
+    ("mma_tile", MMA.honest_mma_tile_separate_accumulators, {}),
+    ("hgemm_mma", MMA.honest_hgemm_mma_x2_loads, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),
     ("segmented_sum", honest_segmented_sum_shuffle, {}),

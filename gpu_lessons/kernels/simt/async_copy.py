@@ -51,8 +51,9 @@ class _AsyncOps:
             lanes, s_flat, s_off = self._where_of(src, src_index, "reads", line)
             _, d_flat, _ = self._where_of(dst, dst_index, "writes", line)
         else:
-            lanes, s_flat, s_off = self._vector_where(src, src_index, width, "load", line)
-            _, d_flat, _ = self._vector_where(dst, dst_index, width, "store", line)
+            ok = (width,)   # any width of 8 or 16 bytes (checked above), halves' 8 too
+            lanes, s_flat, s_off = self._vector_where(src, src_index, width, "load", line, ok)
+            _, d_flat, _ = self._vector_where(dst, dst_index, width, "store", line, ok)
         cols = np.arange(width)
         values = src.take(s_flat[:, None] + cols)
         targets = (d_flat[:, None] + cols).ravel()

@@ -79,9 +79,10 @@ def run(kernel, grid, block, *args, order="ascending", max_instructions: int = 2
     for k, a in enumerate(args):
         name = names[k] if k < len(names) else f"arg{k}"
         if isinstance(a, np.ndarray):
-            if a.dtype.itemsize not in (1, 2, 4, 8) or a.dtype.kind not in "biuf":
-                raise TypeError(f"{name}: arrays must hold numbers of 1, 2, 4 or 8 bytes, "
-                                f"got dtype {a.dtype}")
+            if a.dtype.itemsize not in (1, 2, 4, 8) or (a.dtype.kind not in "biuf"
+                                                         and a.dtype.name != "bfloat16"):
+                raise TypeError(f"{name}: arrays must hold numbers of 1, 2, 4 or 8 bytes "
+                                f"(or ml_dtypes.bfloat16), got dtype {a.dtype}")
             if a.ndim == 0 or a.size == 0:
                 raise ValueError(f"{name}: arrays must have at least one element and one "
                                  f"dimension, got shape {a.shape}")

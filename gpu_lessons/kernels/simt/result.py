@@ -30,7 +30,7 @@ from ...memory import BANK_BYTES, BANKS, SECTOR_BYTES
 
 #: Instruction kinds the simulator issues (its own instruction set, not SASS).
 KINDS = ("alu", "branch", "ld.global", "st.global", "ld.shared", "st.shared", "bar.sync",
-         "atom.global", "atom.shared", "shfl", "bar.warp", "cp.async")
+         "atom.global", "atom.shared", "shfl", "bar.warp", "cp.async", "mma")
 MEMORY_KINDS = ("ld.global", "st.global", "atom.global", "ld.shared", "st.shared",
                 "atom.shared")
 _LANE_IDS = np.arange(WARP_SIZE)

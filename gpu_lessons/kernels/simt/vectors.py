@@ -22,13 +22,16 @@ WIDTHS = {4: (2, 4), 8: (2,)}
 
 
 class _VectorOps:
-    def _vector_where(self, array, index, width, verb: str, line):
+    def _vector_where(self, array, index, width, verb: str, line, widths=None):
+        """``widths``: the widths allowed (default: CUDA's vector types for the element)."""
         if not isinstance(array, _Memory):
             raise TypeError(f"t.v{verb}'s first argument must be a global or shared array, got "
                             f"{type(array).__name__}")
         itemsize = array.data.dtype.itemsize
-        if type(width) is not int or width not in WIDTHS.get(itemsize, ()):
-            raise ValueError(f"width must be one of {WIDTHS.get(itemsize, ())} for "
+        if widths is None:
+            widths = WIDTHS.get(itemsize, ())
+        if type(width) is not int or width not in widths:
+            raise ValueError(f"width must be one of {widths} for "
                              f"{array.data.dtype} elements (CUDA's vector types hold at most "
                              f"16 bytes), got {width!r}")
         if not array.contiguous:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import _validate
 from ...hardware import WARP_SIZE
+from ..constructs import HALF_ARITHMETIC
 from .async_copy import _AsyncOps
 from .errors import SimtError
 from .flow import _FlowOps, unweaken
@@ -25,6 +26,7 @@ from .lanes import (
     _Memory,
     _new_event,
 )
+from .mma import _MmaOps
 from .registers import Registers
 from .result import (
     Event,
@@ -34,7 +36,7 @@ from .warp_memory import _MemoryOps, _undefined_message
 
 # -- the warp context ---------------------------------------------------------------------------
 
-class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps):
+class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps, _MmaOps):
     """What a kernel sees as ``t``: thread/block indices and the SIMT operations.
 
     Attributes: ``thread_idx`` (Dim3 of :class:`Lanes`), ``block_idx``, ``block_dim``,
@@ -160,6 +162,11 @@ class WarpContext(_FlowOps, _MemoryOps, _VectorOps, _AsyncOps):
                 weak = weak or v._weak
             else:
                 args.append(self._value(v, bits, "an operand"))
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if dt is not None and dt.itemsize == 2 and dt.kind in "fV":
+                raise TypeError(f"line {_caller_line()}: "
+                                + HALF_ARITHMETIC.format(dtype=dt.name))
         result_weak = False
         if weak:
             args, result_weak = unweaken(args, inputs)

@@ -23,6 +23,7 @@ from .lanes import (
     Lanes,
     _bits_mask,
     _caller_line,
+    _mask_int,
     _Memory,
     _new_event,
     _SharedAlloc,
@@ -172,12 +173,16 @@ class _MemoryOps:
         return result
 
     def _record(self, mem, kind, lanes, flat, offsets, line, access, serialisation=None,
-                width=1):
+                width=1, lane_mask=None):
         """Count one memory instruction and log what race/uninitialised checks need.
 
         ``width``: elements per lane of a vector access (``flat``/``offsets`` name each lane's
-        first element; the access is one request of ``width`` times the element size)."""
-        counts = _memory_counts(mem.space, mem.base, offsets, self._mask, self._mask_bits,
+        first element; the access is one request of ``width`` times the element size);
+        ``lane_mask``: the lanes whose addresses the instruction reads, where that is not the
+        active mask (ldmatrix.x1 reads 8)."""
+        mask = self._mask if lane_mask is None else lane_mask
+        counts = _memory_counts(mem.space, mem.base, offsets, mask,
+                                self._mask_bits if lane_mask is None else _mask_int(mask),
                                 mem.data.dtype.itemsize * width)
         sim = self._sim
         indices = None

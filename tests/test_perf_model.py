@@ -402,4 +402,4 @@ def test_beside_simulator_sets_the_model_beside_the_measurement():
         run, True, None, 4.0, 0, 0, 1.0, 32768.0, None, None, model).readout_rows()}
     assert rows["performance model: predicted time"] == model.seconds
     assert rows["performance model: limited by"] == model.limiter
-    assert rows["measured / predicted"] == pytest.approx(15e-6 / model.seconds)
+    assert rows["performance model: measured / predicted"] == pytest.approx(15e-6 / model.seconds)

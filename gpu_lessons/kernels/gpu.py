@@ -210,7 +210,8 @@ class BesideSimulator(Readout):
             return rows
         return (*rows, Row("performance model: predicted time", self.model.seconds, "s"),
                 Row("performance model: limited by", self.model.limiter),
-                Row("measured / predicted", self.gpu.timing.median / self.model.seconds))
+                Row("performance model: measured / predicted",
+                    self.gpu.timing.median / self.model.seconds))
 
 
 #: The performance model's prediction for a launch, ``(kernel, grid, block, args) ->

@@ -103,4 +103,5 @@ def test_a_gpu_outside_the_catalog_gets_no_model_time(monkeypatch):
     x, out = _inputs()
     r = kernels.beside_simulator(scale, 2, 128, x, out, 256)
     assert r.predicted_seconds is None and r.bandwidth is None
-    assert "not in the course's GPU catalog" in r.readout_rows()[-1].value
+    rows = {row.label: row.value for row in r.readout_rows()}
+    assert "not in the course's GPU catalog" in rows["memory model: time"]

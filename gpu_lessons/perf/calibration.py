@@ -49,6 +49,7 @@ class Constants:
     dram_latency_s: float         # one dependent load, random, from DRAM
     l2_latency_s: float
     read_curve: tuple = field(default=())  # ((bytes in flight per SM, read bytes/s), ...)
+    launch_curve: tuple = field(default=())  # ((bytes reset before it, launch seconds), ...)
     l1_sectors_per_s_sm: float = 0.0
     fp32_per_s_sm: float = 0.0    # warp instructions / s / SM
     fp64_per_s_sm: float = 0.0
@@ -100,7 +101,10 @@ def derive(record: dict, gpu: str = "H200", sms: int = 132, atomics: dict | None
     clock = float(record["sm_clock_mhz"]) * 1e6
     out = {"gpu": gpu, "sms": sms, "clock_hz": clock,
            "launch_host_s": c["launch_small"]["seconds"],
-           "launch_device_s": c["launch_256mib"]["seconds"]}
+           "launch_device_s": c["launch_256mib"]["seconds"],
+           "launch_curve": tuple(sorted((case["counts"]["reset_bytes"], case["seconds"])
+                                        for name, case in c.items()
+                                        if name.startswith("launch_")))}
     cp = c["copy"]["counts"]
     out["copy_bw"] = (cp["bytes_read"] + cp["bytes_written"]) / _net(c, "copy")
     out["write_bw"] = c["write"]["counts"]["bytes_written"] / _net(c, "write")
@@ -177,7 +181,8 @@ def datasheet(g) -> dict:
     except (KeyError, ValueError):
         fp64 = fp32 / 32
     return {"gpu": g.name, "sms": sms, "clock_hz": clock, "launch_host_s": 10e-6,
-            "launch_device_s": 3e-6, "copy_bw": bw, "write_bw": bw, "l2_bw": 3 * bw,
+            "launch_device_s": 3e-6, "launch_curve": ((0, 10e-6), (1 << 25, 3e-6)),
+            "copy_bw": bw, "write_bw": bw, "l2_bw": 3 * bw,
             "dram_latency_s": 600 / clock * 1.0, "l2_latency_s": 300 / clock,
             "read_curve": ((1024, bw * 1024 * sms / (bw * 600 / clock)), (1 << 20, bw)),
             "l1_sectors_per_s_sm": 4 * clock, "fp32_per_s_sm": fp32, "fp64_per_s_sm": fp64,

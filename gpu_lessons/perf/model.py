@@ -319,9 +319,10 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
         t_latency += max(onchip.values())
     t_blocks = per_sm * t_block
 
-    # -- the launch as run_on_gpu times it: its resets of every array hide the host's part --
-    reset = 2 * array_bytes / k.copy_bw
-    overhead = max(k.launch_device_s, k.launch_host_s - reset)
+    # -- the launch as run_on_gpu times it: its resets of every array hide the host's part,
+    # as much as the measured launches after resets of 4 B to 256 MiB say --------------------
+    xs, ys = zip(*k.launch_curve, strict=True)
+    overhead = float(np.interp(array_bytes, xs, ys))
 
     # latency-bound and bandwidth-bound memory time overlap as the measured read curve says
     p = k.overlap_p

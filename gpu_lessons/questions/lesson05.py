@@ -277,7 +277,7 @@ QUESTIONS = (
         hint="Ridge point = peak FLOP/s / memory bandwidth in B/s, both from the {gpu} "
              "datasheet (the catalog has them).",
         vary=(gpus("h100", "h100 pcie"),
-              Vary("precision", ("tf32", "fp16", "fp8", "fp32", "fp64"), "the math's precision")),
+              Vary("precision", ("tf32", "fp8", "fp64"), "the math's precision")),
         derive=_ridge_fields,
         answer=Number(
             reference=_ridge,

@@ -189,7 +189,7 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                     shared_mem_per_block=int(s.shared_bytes))
     if occ.blocks_per_sm < 1:
         raise ValueError(f"{s.kernel}: a block of {threads} threads at {registers} registers "
-                         f"and {s.shared_bytes:,} B of shared memory cannot be resident on "
+                         f"and {binary_bytes(s.shared_bytes)} of shared memory cannot be resident on "
                          f"{g.name} ({occ.limiter})")
     sms = k.sms
     n_b = s.n_blocks
@@ -370,7 +370,7 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                   f"blocks on the busiest SM, {per_sm:,} blocks there)"),
         "bytes in flight per SM": (inflight, f"{binary_bytes(inflight)} ({resident} blocks x "
                                              f"{warps} warps x {mlp:.1f} loads x "
-                                             f"{bytes_per_load:,.0f} B) -> "
+                                             f"{binary_bytes(bytes_per_load)}) -> "
                                              f"{bandwidth(bw_read)} of DRAM reads"),
         "DRAM bytes": ((read, write), f"{si(cold_read, 'B')} read, {si(cold_write, 'B')} "
                                       f"written" + (" (from L2 here)" if in_l2 else "")),
@@ -400,7 +400,7 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                                     f"({max(onchip, key=onchip.get)}) that the barriers keep "
                                     f"from overlapping it" if phased else "no barriers"),
         "sample": (s.sampled, f"{s.sampled} of {n_b:,} blocks simulated in "
-                              f"{s.seconds:.1f} s"),
+                              f"{duration(s.seconds)}"),
     }
     pred = TimePrediction(s.kernel, g.name, s.grid, s.block, seconds, limiter, breakdown,
                           overhead, evidence, tuple(notes), k.measured, exact)

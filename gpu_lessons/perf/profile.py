@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._format import bandwidth, duration, percent, si
+from .._format import bandwidth, binary_bytes, duration, percent, si
 from .._math import cdiv
 from .model import _predict
 
@@ -140,7 +140,7 @@ def _report(pred, x, exact) -> Profile:
     launch = [("Grid size", f"{n_b:,} blocks"), ("Block size", f"{metrics['launch__block_size']:,}"
                                                                 f" threads"),
               ("Registers per thread", f"{x['registers']}"),
-              ("Static shared memory per block", f"{s.shared_bytes:,} B"),
+              ("Static shared memory per block", binary_bytes(s.shared_bytes)),
               ("Waves per SM", f"{metrics['launch__waves_per_multiprocessor']:,.2f}")]
     occupancy = [("Theoretical occupancy", percent(occ.occupancy)),
                  ("Block limit", f"{occ.blocks_per_sm} blocks / SM ({occ.limiter})"),

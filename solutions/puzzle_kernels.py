@@ -628,53 +628,114 @@ def mma_tile_kernel(t, a, b, c):
 
 
 def hgemm_mma_kernel(t, a, b, c, m, n, k):
-    sa = t.shared((2, 32, 24), ml_dtypes.bfloat16)   # rows 48 bytes apart: ldmatrix conflict-free
-    sb = t.shared((2, 16, 40), ml_dtypes.bfloat16)   # rows 80 bytes apart
-    fa = t.local((8,), ml_dtypes.bfloat16)
-    rb = t.local((8,), ml_dtypes.bfloat16)
+    BM, BN = 128, 128                      # the block's tile of c: (BM / 64) x (BN / 32) warps
+    THREADS = BM * BN // 64                # each warp a 64 x 32 tile: 4 x 4 mma tiles
+    sa = t.shared((2, BM, 40), ml_dtypes.bfloat16)      # k step 32; rows 80 bytes apart
+    sb = t.shared((2, 32, BN + 8), ml_dtypes.bfloat16)  # rows 16 bytes off a bank cycle
+    fa0 = t.local((8,), ml_dtypes.bfloat16)
+    fa1 = t.local((8,), ml_dtypes.bfloat16)
+    fa2 = t.local((8,), ml_dtypes.bfloat16)
+    fa3 = t.local((8,), ml_dtypes.bfloat16)
+    rb0 = t.local((8,), ml_dtypes.bfloat16)
+    rb1 = t.local((8,), ml_dtypes.bfloat16)
     fb0 = t.local((4,), ml_dtypes.bfloat16)
     fb1 = t.local((4,), ml_dtypes.bfloat16)
-    acc0 = t.local((4,), np.float32)
-    acc1 = t.local((4,), np.float32)
+    fb2 = t.local((4,), ml_dtypes.bfloat16)
+    fb3 = t.local((4,), ml_dtypes.bfloat16)
+    c00 = t.local((4,), np.float32)
+    c01 = t.local((4,), np.float32)
+    c02 = t.local((4,), np.float32)
+    c03 = t.local((4,), np.float32)
+    c10 = t.local((4,), np.float32)
+    c11 = t.local((4,), np.float32)
+    c12 = t.local((4,), np.float32)
+    c13 = t.local((4,), np.float32)
+    c20 = t.local((4,), np.float32)
+    c21 = t.local((4,), np.float32)
+    c22 = t.local((4,), np.float32)
+    c23 = t.local((4,), np.float32)
+    c30 = t.local((4,), np.float32)
+    c31 = t.local((4,), np.float32)
+    c32 = t.local((4,), np.float32)
+    c33 = t.local((4,), np.float32)
     tid = t.thread_idx.x
-    row0 = t.block_idx.y * 32
-    col0 = t.block_idx.x * 32
-    wm = t.warp // 2 * 16                  # this warp's 16 x 16 of the block's 32 x 32
-    wn = t.warp % 2 * 16
-    if tid < 64:                           # warps 0, 1: a's 32 x 16 tile, 8 halves a thread
-        t.copy_async(sa, (0, tid // 2, tid % 2 * 8), a, (row0 + tid // 2) * k + tid % 2 * 8, 8)
-    else:                                  # warps 2, 3: b's 16 x 32
-        f = tid - 64
-        t.copy_async(sb, (0, f // 4, f % 4 * 8), b, (f // 4) * n + col0 + f % 4 * 8, 8)
+    row0 = t.block_idx.y * BM
+    col0 = t.block_idx.x * BN
+    wm = t.warp // (BN // 32) * 64         # this warp's 64 x 32 of the block's tile
+    wn = t.warp % (BN // 32) * 32
+    lr = t.lane % 8 + 8 * (t.lane // 8 % 2)
+    lc = 8 * (t.lane // 16)
+    for j in range(BM * 4 // THREADS):     # a's BM x 32 tile: 4 copies of 8 halves a row
+        f = tid + j * THREADS
+        t.copy_async(sa, (0, f // 4, f % 4 * 8), a, (row0 + f // 4) * k + f % 4 * 8, 8)
+    for j in range(BN * 4 // THREADS):     # b's 32 x BN tile: BN / 8 copies a row
+        f = tid + j * THREADS
+        t.copy_async(sb, (0, f // (BN // 8), f % (BN // 8) * 8), b,
+                     f // (BN // 8) * n + col0 + f % (BN // 8) * 8, 8)
     t.commit()
-    for k0 in range(0, k, 16):
-        s = k0 // 16 % 2
+    for k0 in range(0, k, 32):
+        s = k0 // 32 % 2
         t.wait(0)
         t.sync()                           # tile k0 is in stage s; stage 1 - s is free
-        if k0 + 16 < k:
-            if tid < 64:
-                t.copy_async(sa, (1 - s, tid // 2, tid % 2 * 8), a,
-                             (row0 + tid // 2) * k + k0 + 16 + tid % 2 * 8, 8)
-            else:
-                f = tid - 64
-                t.copy_async(sb, (1 - s, f // 4, f % 4 * 8), b,
-                             (k0 + 16 + f // 4) * n + col0 + f % 4 * 8, 8)
+        if k0 + 32 < k:
+            for j in range(BM * 4 // THREADS):
+                f = tid + j * THREADS
+                t.copy_async(sa, (1 - s, f // 4, f % 4 * 8), a,
+                             (row0 + f // 4) * k + k0 + 32 + f % 4 * 8, 8)
+            for j in range(BN * 4 // THREADS):
+                f = tid + j * THREADS
+                t.copy_async(sb, (1 - s, f // (BN // 8), f % (BN // 8) * 8), b,
+                             (k0 + 32 + f // (BN // 8)) * n + col0 + f % (BN // 8) * 8, 8)
         t.commit()
-        lr = t.lane % 8 + 8 * (t.lane // 8 % 2)
-        t.ldmatrix(fa, sa, (s, wm + lr, 8 * (t.lane // 16)), 4)
-        t.ldmatrix(rb, sb, (s, lr, wn + 8 * (t.lane // 16)), 4, trans=True)
-        for i in range(4):
-            fb0[i] = rb[i]
-            fb1[i] = rb[4 + i]
-        t.mma(acc0, fa, fb0, acc0)
-        t.mma(acc1, fa, fb1, acc1)
+        for kk in (0, 16):
+            t.ldmatrix(fa0, sa, (s, wm + lr, kk + lc), 4)
+            t.ldmatrix(fa1, sa, (s, wm + 16 + lr, kk + lc), 4)
+            t.ldmatrix(fa2, sa, (s, wm + 32 + lr, kk + lc), 4)
+            t.ldmatrix(fa3, sa, (s, wm + 48 + lr, kk + lc), 4)
+            t.ldmatrix(rb0, sb, (s, kk + lr, wn + lc), 4, trans=True)
+            t.ldmatrix(rb1, sb, (s, kk + lr, wn + 16 + lc), 4, trans=True)
+            for i in range(4):
+                fb0[i] = rb0[i]
+                fb1[i] = rb0[4 + i]
+                fb2[i] = rb1[i]
+                fb3[i] = rb1[4 + i]
+            t.mma(c00, fa0, fb0, c00)
+            t.mma(c01, fa0, fb1, c01)
+            t.mma(c02, fa0, fb2, c02)
+            t.mma(c03, fa0, fb3, c03)
+            t.mma(c10, fa1, fb0, c10)
+            t.mma(c11, fa1, fb1, c11)
+            t.mma(c12, fa1, fb2, c12)
+            t.mma(c13, fa1, fb3, c13)
+            t.mma(c20, fa2, fb0, c20)
+            t.mma(c21, fa2, fb1, c21)
+            t.mma(c22, fa2, fb2, c22)
+            t.mma(c23, fa2, fb3, c23)
+            t.mma(c30, fa3, fb0, c30)
+            t.mma(c31, fa3, fb1, c31)
+            t.mma(c32, fa3, fb2, c32)
+            t.mma(c33, fa3, fb3, c33)
     g = t.lane // 4
     q = t.lane % 4
     for i in range(4):
-        r = row0 + wm + g + 8 * (i // 2)
-        col = col0 + wn + 2 * q + i % 2
-        c[r * n + col] = acc0[i]
-        c[r * n + col + 8] = acc1[i]
+        r = (row0 + wm + g + 8 * (i // 2)) * n + col0 + wn + 2 * q + i % 2
+        c[r] = c00[i]
+        c[r + 8] = c01[i]
+        c[r + 16] = c02[i]
+        c[r + 24] = c03[i]
+        c[r + 16 * n] = c10[i]
+        c[r + 16 * n + 8] = c11[i]
+        c[r + 16 * n + 16] = c12[i]
+        c[r + 16 * n + 24] = c13[i]
+        c[r + 32 * n] = c20[i]
+        c[r + 32 * n + 8] = c21[i]
+        c[r + 32 * n + 16] = c22[i]
+        c[r + 32 * n + 24] = c23[i]
+        c[r + 48 * n] = c30[i]
+        c[r + 48 * n + 8] = c31[i]
+        c[r + 48 * n + 16] = c32[i]
+        c[r + 48 * n + 24] = c33[i]
+
 
 
 # -- lesson 08: system level --------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Tensor cores (lesson 07, section 6.6).  ``mma_tile``: one warp, one ``t.mma``, each lane
-loading only the elements its fragments hold; ``hgemm_mma``: the whole product, 32 × 32 tiles a
-block of four warps, cp.async stages and ``t.ldmatrix``.  The inputs are small whole numbers,
-so every sum is exact in any order: a wrong layout shows as wrong values.
+loading only the elements its fragments hold; ``hgemm_mma``: the whole product, 128 × 128 tiles
+a block of eight warps, each warp 64 × 32 of them, cp.async stages and ``t.ldmatrix``.  The
+inputs are small whole numbers, so every sum is exact in any order: a wrong layout shows as
+wrong values.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ def _hgemm_inputs(s, rng):
 
 
 def _hgemm_valid(m, n, k):
-    size_int("m", m, low=32, multiple=32)
-    size_int("n", n, low=32, multiple=32)
-    size_int("k", k, low=16, multiple=16)
+    size_int("m", m, low=128, multiple=128)
+    size_int("n", n, low=128, multiple=128)
+    size_int("k", k, low=32, multiple=32)
 
 
 #: The tensor-core budgets every mma puzzle keeps.
@@ -73,33 +74,35 @@ PUZZLES = (
     ),
     Puzzle(
         id="hgemm_mma", title="A BF16 matrix multiply on the tensor cores", lesson=7,
-        goal="`c = a @ b` (bfloat16 in, float32 out) with 32 × 32 tiles of `c` a block of four "
-             "warps, each warp a 16 × 16 quarter: two `t.mma` a step of 16 along k. Bring each "
-             "32 × 16 tile of `a` and 16 × 32 of `b` into two shared stages with "
-             "`t.copy_async` (8 halves, 16 bytes, a lane), and the fragments out of them with "
-             "`t.ldmatrix` (`trans=True` for `b`, stored k by n). Pad the stages' rows so "
-             "that the 8 rows of each ldmatrix fall in different banks; one barrier a tile.",
+        goal="`c = a @ b` (bfloat16 in, float32 out) with 128 × 128 tiles of `c` a block of "
+             "eight warps, each warp 64 × 32 of it in 16 accumulator fragments: 16 `t.mma` a "
+             "step of 16 along k. Bring each 128 × 32 tile of `a` and 32 × 128 of `b` into two "
+             "shared stages with `t.copy_async` (8 halves, 16 bytes, a lane), and the fragments "
+             "out of them with `t.ldmatrix` (`trans=True` for `b`, stored k by n). Pad the "
+             "stages' rows so that the 8 rows of each ldmatrix fall in different banks; one "
+             "barrier a tile.",
         params=("a", "b", "c", "m", "n", "k"), outputs=("c",),
         spec="c = (a.reshape(m, k).astype(np.float32) @ b.reshape(k, n).astype(np.float32))"
              ".ravel()",
-        launch_text="grid (n / 32, m / 32), block 128; m and n multiples of 32, k of 16",
-        lines=45, inputs=_hgemm_inputs,
-        launch=lambda m, n, k: ((n // 32, m // 32), 128),
-        sizes=({"m": 64, "n": 64, "k": 48},),
-        more=({"m": 32, "n": 96, "k": 16}, {"m": 96, "n": 32, "k": 32}),
+        launch_text="grid (n / 128, m / 128), block 256; m and n multiples of 128, k of 32",
+        lines=115, inputs=_hgemm_inputs,
+        launch=lambda m, n, k: ((n // 128, m // 128), 256),
+        sizes=({"m": 128, "n": 128, "k": 96},),
+        more=({"m": 128, "n": 256, "k": 32}, {"m": 256, "n": 128, "k": 64}),
         gpu_size={"m": 4096, "n": 4096, "k": 4096},
         flops=lambda m, n, k: 2 * m * n * k, valid=_hgemm_valid,
         budgets=(*ALL_ON_TENSOR_CORES, NO_CONFLICTS,
-                 Budget("loads_per_element", lambda m, n, k: n / 256,
-                        "a's row of tiles is read once by each of the n / 32 blocks along its "
-                        "row of c, 8 elements a copy", array="a", limit_text="n / 256 per element"),
-                 Budget("loads_per_element", lambda m, n, k: m / 256,
-                        "b's column of tiles is read once by each of the m / 32 blocks along "
+                 Budget("loads_per_element", lambda m, n, k: n / 1024,
+                        "a's row of tiles is read once by each of the n / 128 blocks along its "
+                        "row of c, 8 elements a copy", array="a",
+                        limit_text="n / 1024 per element"),
+                 Budget("loads_per_element", lambda m, n, k: m / 1024,
+                        "b's column of tiles is read once by each of the m / 128 blocks along "
                         "its column of c, 8 elements a copy", array="b",
-                        limit_text="m / 256 per element"),
-                 Budget("barriers", lambda m, n, k: k / 16, "one a tile: after its wait, "
+                        limit_text="m / 1024 per element"),
+                 Budget("barriers", lambda m, n, k: k / 32, "one a tile: after its wait, "
                         "before the other stage is filled", section=STAGES,
-                        limit_text="k / 16 per block")),
+                        limit_text="k / 32 per block")),
         sections=(TENSOR_CORES, STAGES), picture="a", picture_row="k", max_instructions=40_000,
     ),
 )

@@ -269,18 +269,19 @@ def test_nvrtc_makes_ldsm(arch):
 
 @needs_gcc
 def test_the_hgemm_puzzle_s_kernel_runs_bit_for_bit_on_the_cpu():
-    """cp.async stages, ldmatrix (x4 and x4.trans) and two mma a step, 4 warps a block: random
-    bfloat16 inputs, so every rounding of the simulator's sums must come out the same."""
+    """cp.async stages, ldmatrix (x4 and x4.trans) and 16 mma a step, 8 warps a block of
+    128 x 128: random bfloat16 inputs, so every rounding of the simulator's sums must come out
+    the same."""
     kernel = TOOL.worked("hgemm_mma")
-    m, n, k = 32, 64, 32
+    m, n, k = 128, 256, 64
     rng = np.random.default_rng(9)
     a = rng.standard_normal(m * k).astype(BF16)
     b = rng.standard_normal(k * n).astype(BF16)
     sim, gcc = np.full(m * n, np.nan, np.float32), np.full(m * n, np.nan, np.float32)
-    run(kernel, (n // 32, m // 32), 128, a, b, sim, m, n, k)
+    run(kernel, (n // 128, m // 128), 256, a, b, sim, m, n, k)
     src = to_cuda(kernel, a, b, gcc, m, n, k)
     assert "cp_async<16>(" in str(src) and "ldmatrix<4, true>(" in str(src)
-    cpu.run_cpu(src, (n // 32, m // 32), 128, a, b, gcc, m, n, k)
+    cpu.run_cpu(src, (n // 128, m // 128), 256, a, b, gcc, m, n, k)
     np.testing.assert_array_equal(gcc.view(np.uint32), sim.view(np.uint32))
     exact = a.astype(np.float64).reshape(m, k) @ b.astype(np.float64).reshape(k, n)
     assert np.abs(sim.reshape(m, n) - exact).max() < 1e-4

@@ -3,19 +3,24 @@
     PYTHONUNBUFFERED=1 python3 tools/device/hgemm_h200.py OUT.json
     python3 tools/device/hgemm_h200.py --dry
 
-The worked kernel (``solutions/puzzle_kernels.py``: 32 x 32 tiles, a block of four warps,
-cp.async stages, ``t.ldmatrix`` and two ``t.mma`` a k step), translated by ``to_cuda`` and timed
-with ``gpu_lessons.kernels.run_on_gpu`` (CuPy's NVRTC, default build: FMA contraction on, as
-cuBLAS is built; median of 10 CUDA-event timings after 2 warm-ups), at n = 2048 and 4096 on
-random bfloat16 inputs with float32 output; beside it ``torch.matmul`` on the same bfloat16
-matrices (cuBLAS, bfloat16 output, median of 10 after 3 warm-ups).  The record keeps both times,
-TFLOP/s (2 n^3 FLOPs), the kernel's share of cuBLAS and its largest error against a float32
-product of the same inputs, relative to that product's largest value.
+The worked kernel (``solutions/puzzle_kernels.py``: 128 x 128 tiles of c a block of eight
+warps, each warp 64 x 32 of them in 16 float32 accumulator fragments, two cp.async stages of a
+k step of 32, ``t.ldmatrix`` x4 for a and x4 .trans for b, 16 ``t.mma`` a k step of 16),
+translated by ``to_cuda`` and timed with ``gpu_lessons.kernels.run_on_gpu`` (CuPy's NVRTC,
+default build: FMA contraction on, as cuBLAS is built; median of 10 CUDA-event timings after 2
+warm-ups), at n = 2048 and 4096 on random bfloat16 inputs with float32 output; beside it
+``torch.matmul`` on the same bfloat16 matrices (cuBLAS, bfloat16 output, median of 10 after 3
+warm-ups).  The record keeps both times, TFLOP/s (2 n^3 FLOPs), the kernel's share of cuBLAS,
+its largest error against a float32 product of the same inputs, relative to that product's
+largest value, and the kernel's source.  ``configs`` holds the variants of the same kernel
+tried in the run at n = 4096 (the block tile, the warps, ``t.launch_bounds``): the tile line
+of the worked kernel's source rewritten, everything else the same.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import sys
 import time
@@ -27,8 +32,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from gpu_lessons import kernels  # noqa: E402
+from gpu_lessons.kernels.lang import compile_kernel  # noqa: E402
 
 SIZES = (2048, 4096)
+#: The worked kernel's tile line, and the variants tried beside it: (BM, BN, blocks per SM
+#: asked of the compiler through t.launch_bounds, or 0 for none).
+TILE_LINE = "    BM, BN = 128, 128"
+CONFIGS = ((128, 128, 0), (128, 128, 2), (64, 128, 0), (128, 64, 0), (64, 128, 3),
+           (128, 64, 3), (64, 64, 0))
 
 
 def _worked():
@@ -38,21 +49,47 @@ def _worked():
     return mod.hgemm_mma_kernel
 
 
+def variant(worked, bm, bn, per_sm):
+    """The worked kernel with a bm x bn block tile (and ``t.launch_bounds`` if per_sm)."""
+    source = inspect.getsource(worked)
+    if TILE_LINE not in source:
+        raise ValueError(f"the worked kernel has no line {TILE_LINE.strip()!r} to vary")
+    line = f"    BM, BN = {bm}, {bn}"
+    if per_sm:
+        line += f"\n    t.launch_bounds({bm * bn // 64}, {per_sm})"
+    return compile_kernel(source.replace(TILE_LINE, line))
+
+
+def shared_bytes(bm, bn):
+    """Its two stages of a (bm x 40) and b (32 x (bn + 8)), 2 bytes an element."""
+    return 2 * (bm * 40 + 32 * (bn + 8)) * 2
+
+
 def _inputs(n, rng):
     a = rng.standard_normal(n * n).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal(n * n).astype(ml_dtypes.bfloat16)
-    return a, b, np.zeros(n * n, np.float32)
+    return a, b, np.full(n * n, np.nan, np.float32)
+
+
+def _launch(bm, bn, n):
+    return (n // bn, n // bm), bm * bn // 64
 
 
 def main(argv):
-    kernel = _worked()
+    worked = _worked()
     rng = np.random.default_rng(0)
     if "--dry" in argv:
-        a, b, c = _inputs(64, rng)
-        kernels.run(kernel, (2, 2), 128, a, b, c, 64, 64, 64)
-        want = a.astype(np.float32).reshape(64, 64) @ b.astype(np.float32).reshape(64, 64)
-        print("simulated 64^3, largest error", float(np.abs(c.reshape(64, 64) - want).max()))
-        kernels.to_cuda(kernel, a, b, c, 64, 64, 64)
+        for bm, bn, per_sm in CONFIGS:
+            kernel = variant(worked, bm, bn, per_sm)
+            n = 256
+            a, b, c = _inputs(n, rng)
+            kernels.run(kernel, *_launch(bm, bn, n), a, b, c, n, n, n)
+            want = a.astype(np.float32).reshape(n, n) @ b.astype(np.float32).reshape(n, n)
+            err = float(np.abs(c.reshape(n, n) - want).max() / np.abs(want).max())
+            ck = kernels.compile(kernel, a, b, c, n, n, n, arch="sm_90")
+            print(f"{bm} x {bn} (launch_bounds {per_sm}): simulated 256^3, error {err:.1e}, "
+                  f"{ck.registers} registers, {ck.local_bytes} B local, "
+                  f"{ck.static_shared_bytes} B shared (counted {shared_bytes(bm, bn)})")
         return
     import cupy as cp
     import torch
@@ -60,16 +97,23 @@ def main(argv):
     record = {"what": __doc__.strip().splitlines()[0], "how": "tools/device/hgemm_h200.py",
               "gpu": torch.cuda.get_device_name(0), "cupy": cp.__version__,
               "torch": torch.__version__, "driver": cp.cuda.runtime.driverGetVersion(),
-              "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "sizes": []}
+              "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "kernel_source": inspect.getsource(worked), "tile": [128, 128, 32], "stages": 2,
+              "threads": 256, "shared_bytes": shared_bytes(128, 128), "sizes": [],
+              "configs": []}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def measure(kernel, bm, bn, n, a, b, c, ta, tb, ref):
+        run = kernels.run_on_gpu(kernel, *_launch(bm, bn, n), a, b, c, n, n, n,
+                                 repeats=10, exact=False)
+        err = float(np.abs(c.reshape(n, n) - ref).max() / np.abs(ref).max())
+        return run, err
+
     for n in SIZES:
         a, b, c = _inputs(n, rng)
-        run = kernels.run_on_gpu(kernel, (n // 32, n // 32), 128, a, b, c, n, n, n,
-                                 repeats=10, exact=False)
         ta = torch.from_numpy(a.view(np.int16).reshape(n, n)).cuda().view(torch.bfloat16)
         tb = torch.from_numpy(b.view(np.int16).reshape(n, n)).cuda().view(torch.bfloat16)
         ref = (ta.float() @ tb.float()).cpu().numpy()
-        err = float(np.abs(c.reshape(n, n) - ref).max() / np.abs(ref).max())
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         times = []
         for i in range(13):
             start.record()
@@ -79,8 +123,9 @@ def main(argv):
             if i >= 3:
                 times.append(start.elapsed_time(end) * 1e-3)
         cublas = float(np.median(times))
-        mine = run.timing.median
         flops = 2 * n ** 3
+        run, err = measure(worked, 128, 128, n, a, b, c, ta, tb, ref)
+        mine = run.timing.median
         row = {"n": n, "kernel_s": mine, "kernel_samples_s": list(run.timing.samples),
                "kernel_tflops": flops / mine / 1e12, "registers": run.registers_per_thread,
                "cublas_s": cublas, "cublas_samples_s": times,
@@ -88,7 +133,23 @@ def main(argv):
                "max_rel_error": err}
         record["sizes"].append(row)
         print(f"  n = {n}: kernel {row['kernel_tflops']:.1f} TFLOP/s, cuBLAS "
-              f"{row['cublas_tflops']:.1f} TFLOP/s ({row['of_cublas']:.1%}), error {err:.2e}")
+              f"{row['cublas_tflops']:.1f} TFLOP/s ({row['of_cublas']:.1%}), error {err:.2e}, "
+              f"{row['registers']} registers", flush=True)
+        if n != 4096:
+            continue
+        for bm, bn, per_sm in CONFIGS:
+            c[...] = np.nan
+            run, err = measure(variant(worked, bm, bn, per_sm), bm, bn, n, a, b, c, ta, tb, ref)
+            s = run.timing.median
+            cfg = {"tile": [bm, bn, 32], "threads": bm * bn // 64, "stages": 2,
+                   "launch_bounds_blocks": per_sm, "shared_bytes": shared_bytes(bm, bn),
+                   "registers": run.registers_per_thread, "n": n, "kernel_s": s,
+                   "kernel_samples_s": list(run.timing.samples), "kernel_tflops": flops / s / 1e12,
+                   "of_cublas": cublas / s, "max_rel_error": err}
+            record["configs"].append(cfg)
+            print(f"    {bm} x {bn}, launch_bounds {per_sm}: {cfg['kernel_tflops']:.1f} TFLOP/s "
+                  f"({cfg['of_cublas']:.1%}), {cfg['registers']} registers, error {err:.2e}",
+                  flush=True)
     Path(argv[1]).write_text(json.dumps(record, indent=1))
 
 

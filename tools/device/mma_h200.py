@@ -119,7 +119,7 @@ def _random(shape, dtype, rng):
 
 
 #: The size the hgemm_mma puzzle runs at here (small enough to simulate in seconds).
-HGEMM = {"m": 64, "n": 64, "k": 64}
+HGEMM = {"m": 128, "n": 128, "k": 64}
 PUZZLES = ("mma_tile", "hgemm_mma")
 
 

@@ -51,17 +51,30 @@ def test_the_record_timed_today_s_worked_kernel():
 def test_the_share_of_cublas_the_docs_quote():
     assert RECORD["gpu"].startswith("NVIDIA H200")
     at = {r["n"]: r for r in RECORD["sizes"]}
-    # docs/measured/tensor_cores.md: 272.0 TFLOP/s against 727.2, 37.4 % at n = 4096
-    assert at[4096]["kernel_tflops"] == pytest.approx(272.0, abs=0.05)
-    assert at[4096]["cublas_tflops"] == pytest.approx(727.2, abs=0.05)
-    assert at[4096]["of_cublas"] == pytest.approx(0.374, abs=0.0005)
+    # docs/measured/tensor_cores.md: 269.1 TFLOP/s against 725.4, 37.1 % at n = 4096
+    assert at[4096]["kernel_tflops"] == pytest.approx(269.1, abs=0.05)
+    assert at[4096]["cublas_tflops"] == pytest.approx(725.4, abs=0.05)
+    assert at[4096]["of_cublas"] == pytest.approx(0.371, abs=0.0005)
     # 4.2 times the 32 x 32 tile's 64.3 TFLOP/s, but short of the 70 % of cuBLAS aimed at
     assert 4 * 64.3 < at[4096]["kernel_tflops"] < 0.70 * at[4096]["cublas_tflops"]
 
 
-def test_the_worked_tile_was_the_fastest_tried():
+def test_the_worked_tile_was_the_fastest_of_two_stages():
     worked = {r["n"]: r for r in RECORD["sizes"]}[4096]["kernel_s"]
-    fastest = min(RECORD["configs"], key=lambda r: r["kernel_s"])
-    assert fastest["tile"][:2] == [128, 128]
-    # the worked kernel is the 128 x 128 config; two timings of it agree within 2 %
+    two = [r for r in RECORD["configs"] if r["stages"] == 2]
+    fastest = min(two, key=lambda r: r["kernel_s"])
+    assert fastest["tile"] == [128, 128, 32] and fastest["launch_bounds_blocks"] == 0
+    # the worked kernel is that config; two timings of it in the run agree within 2 %
     assert fastest["kernel_s"] == pytest.approx(worked, rel=0.02)
+
+
+def test_a_third_stage_buys_little():
+    """Three stages of the same tile (56,832 B of dynamic shared memory: 3 x (128 x 40 +
+    32 x 136) x 2 B) are 5 % faster, the same answers: the pipeline's depth is not what keeps
+    the kernel from 70 % of cuBLAS."""
+    three = next(r for r in RECORD["configs"] if r["stages"] == 3)
+    two = next(r for r in RECORD["configs"] if r["stages"] == 2 and r["tile"] == [128, 128, 32]
+               and r["launch_bounds_blocks"] == 0)
+    assert three["shared_bytes"] == 3 * (128 * 40 + 32 * 136) * 2 == 56_832
+    assert 1.0 < two["kernel_s"] / three["kernel_s"] < 1.1
+    assert three["of_cublas"] < 0.70

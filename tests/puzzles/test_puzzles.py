@@ -40,6 +40,7 @@ REF = _load("puzzle_kernels", ROOT / "solutions" / "puzzle_kernels.py")
 TOOL = _load("puzzle_cells", ROOT / "tools" / "puzzle_cells.py")
 LADDER = _load("ladder_kernels", Path(__file__).with_name("ladder_kernels.py"))
 MMA = _load("mma_kernels", Path(__file__).with_name("mma_kernels.py"))
+ATTN = _load("attention_kernels", Path(__file__).with_name("attention_kernels.py"))
 ALL = puzzles.puzzles()
 IDS = [p.id for p in ALL]
 
@@ -1178,7 +1179,55 @@ BREAKERS = [
      "wavefronts beyond the ideal): 192, the budget is 0"),
     ("hgemm_mma", MMA.hgemm_mma_two_barriers, {}, "barriers",
      "barriers: 6 per block, the budget is 3"),
+    # attention, seq = 128: each lane's 32 scores out and back, 16 rows x 64 keys x 4 warps x 2
+    # tiles x 2 blocks = 16,384 lane loads
+    ("flash_attention", ATTN.flash_scores_through_global, {}, "output_loads",
+     "global loads of the outputs: 16,384 lane loads, the budget is 0"),
+    ("flash_attention", ATTN.flash_k_unpadded, {}, "bank_conflicts", "bank conflicts"),
+    # 64 extra of 128 mma a warp and tile
+    ("flash_attention", ATTN.flash_scores_twice, {}, "mma_instructions",
+     "mma instructions: 1.5 per 16 × 8 × 16 product, the budget is 1"),
+    # 2 + 4 x 2 tiles = 10, and one more a tile
+    ("flash_attention", ATTN.flash_two_barriers_after_v, {}, "barriers",
+     "barriers: 12 per block, the budget is 10"),
+    # K: the first tile in 8 halves a copy, the second in 4: (1 + 2) / 8 per element and block
+    ("flash_attention", ATTN.flash_k_in_8_byte_copies, {}, "loads_per_element",
+     "global loads of k: 0.375 per element, the budget is 0.25"),
 ]
+
+
+def test_attention_without_the_rescale_is_wrong():
+    r = puzzles.evaluate("flash_attention", ATTN.flash_without_rescale)
+    assert not r.correct and r.failure == "wrong", r.message
+    assert "6.7 Attention: scores that never leave the chip" in r.message
+
+
+def test_two_c_fragments_of_p_are_one_a_fragment():
+    """The register trick of the worked kernel, from the PTX layouts alone: C element i of
+    n8 tile h (columns 8h .. 8h + 7) sits in the lane and register where A element 4h + i of
+    the 16 x 16 A fragment does."""
+    from gpu_lessons.kernels import mma_layout
+
+    a, c = mma_layout("a"), mma_layout("c")
+    for row in range(16):
+        for col in range(16):
+            h, cc = divmod(col, 8)
+            assert a.lane[row, col] == c.lane[row, cc]
+            assert a.element[row, col] == 4 * h + c.element[row, cc]
+
+
+def test_attention_spec_against_a_loop_over_rows():
+    """One head, row by row, the softmax as the textbook writes it (float64)."""
+    p = puzzles.find("flash_attention")
+    args = p.make_inputs({"seq": 64, "heads": 2})
+    qh, kh, vh = (args[x].astype(np.float64).reshape(2, 64, 128) for x in "qkv")
+    want = np.empty((2, 64, 128))
+    for h in range(2):
+        for i in range(64):
+            sc = [float(qh[h, i] @ kh[h, j]) / 128 ** 0.5 for j in range(64)]
+            e = np.exp(np.array(sc) - max(sc))
+            want[h, i] = (e / e.sum()) @ vh[h]
+    assert np.allclose(p.expected(args)["o"], want.ravel(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("kernel", [MMA.mma_tile_a_registers_swapped,

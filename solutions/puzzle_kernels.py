@@ -798,6 +798,77 @@ def flash_attention_kernel(t, q, k, v, o, seq, heads):
         t.vstore(o, r0 + 1024 + 8 * nt, (acc[4 * nt + 2] / l1, acc[4 * nt + 3] / l1))
 
 
+def decode_attention_kernel(t, q, k, v, o, seq, heads):
+    sq = t.shared(128, ml_dtypes.bfloat16)
+    sk = t.shared((2, 32, 144), ml_dtypes.bfloat16)   # two stages of 32 keys, rows 8 banks apart
+    sv = t.shared((2, 32, 144), ml_dtypes.bfloat16)
+    part = t.shared((16, 144), np.float32)            # each group's weighted sum of V
+    stat = t.shared((2, 16), np.float32)              # each group's maximum and sum
+    qf = t.local((8,), np.float32)
+    acc = t.local((8,), np.float32)
+    tid = t.thread_idx.x
+    head = t.block_idx.x * seq * 128
+    r = tid // 16                                     # this thread's keys: r and r + 16 of a tile
+    c = tid % 16                                      # its dimensions: c, c + 16, ..., c + 112
+    if tid < 16:
+        t.copy_async(sq, tid * 8, q, t.block_idx.x * 128 + tid * 8, 8)
+    for h in range(2):                                # tile 0: 8 halves a copy, two of K and V
+        f = tid + 256 * h
+        t.copy_async(sk, (0, f // 16, f % 16 * 8), k, head + f * 8, 8)
+        t.copy_async(sv, (0, f // 16, f % 16 * 8), v, head + f * 8, 8)
+    t.commit()
+    m = t.local(-np.inf, np.float32)                  # log2 units, as exp2 wants
+    lsum = t.local(0.0, np.float32)
+    scale = 1.4426950408889634 / 128 ** 0.5
+    for j in range(0, seq, 32):
+        s = j // 32 % 2
+        t.wait(0)
+        t.sync()                                      # tile j is in stage s; 1 - s is free
+        if j + 32 < seq:
+            for h in range(2):
+                f = tid + 256 * h
+                t.copy_async(sk, (1 - s, f // 16, f % 16 * 8), k, head + (j + 32) * 128 + f * 8, 8)
+                t.copy_async(sv, (1 - s, f // 16, f % 16 * 8), v, head + (j + 32) * 128 + f * 8, 8)
+        t.commit()
+        if j == 0:
+            for e in range(8):
+                qf[e] = sq[c + 16 * e]
+        for h in range(2):
+            x = t.local(0.0, np.float32)
+            for e in range(8):
+                kv = t.local(sk[s, r + 16 * h, c + 16 * e], np.float32)
+                x[...] = x + qf[e] * kv
+            for d in (8, 4, 2, 1):                    # the 16 lanes of one key
+                y = t.shfl_xor(x, d)
+                x[...] = x + y
+            x[...] = x * scale
+            mn = np.maximum(m, x)
+            a = np.exp2(m - mn)
+            p = np.exp2(x - mn)
+            lsum[...] = lsum * a + p
+            for e in range(8):
+                vv = t.local(sv[s, r + 16 * h, c + 16 * e], np.float32)
+                acc[e] = acc[e] * a + p * vv
+            m[...] = mn
+    for e in range(8):
+        part[r, c + 16 * e] = acc[e]
+    if c == 0:
+        stat[0, r] = m
+        stat[1, r] = lsum
+    t.sync()
+    if tid < 128:                                     # combine the 16 groups, one dimension a thread
+        top = t.local(-np.inf, np.float32)
+        for g in range(16):
+            top[...] = np.maximum(top, stat[0, g])
+        num = t.local(0.0, np.float32)
+        den = t.local(0.0, np.float32)
+        for g in range(16):
+            w = np.exp2(stat[0, g] - top)
+            num[...] = num + part[g, tid] * w
+            den[...] = den + stat[1, g] * w
+        o[t.block_idx.x * 128 + tid] = num / den
+
+
 # -- lesson 08: system level --------------------------------------------------------------------
 
 

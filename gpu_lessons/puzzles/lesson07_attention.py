@@ -1,7 +1,10 @@
 """Attention on the tensor cores (lesson 07, section 6.7).  ``flash_attention``: one head's
 ``softmax(Q Kᵀ / √d) V`` for a tile of 64 queries a block, the scores kept on chip: two
 ``t.mma`` products a tile of 64 keys and the online softmax (a running maximum and sum per row,
-the accumulator rescaled when the maximum grows).  The head dimension is 128.
+the accumulator rescaled when the maximum grows).  ``decode_attention``: one query a head
+against a long KV cache, the memory-bound case: the block's 16 groups of 16 threads each keep
+their own running softmax over a share of the keys, combined in shared memory at the end (the
+split of flash-decoding, over the warps of one block a head).  The head dimension is 128.
 """
 
 from __future__ import annotations
@@ -35,6 +38,27 @@ def _flash_valid(seq, heads):
 
 FLASH_SPEC = """\
 Q, K, V = (x.reshape(heads, seq, 128).astype(np.float64) for x in (q, k, v))
+s = Q @ K.transpose(0, 2, 1) / np.sqrt(128)
+p = np.exp(s - s.max(axis=2, keepdims=True))
+o = ((p / p.sum(axis=2, keepdims=True)) @ V).astype(np.float32).ravel()"""
+
+def _decode_inputs(s, rng):
+    n = s["heads"] * s["seq"] * HEAD_DIM
+    return {"q": rng.standard_normal(s["heads"] * HEAD_DIM).astype(ml_dtypes.bfloat16),
+            "k": rng.standard_normal(n).astype(ml_dtypes.bfloat16),
+            "v": rng.standard_normal(n).astype(ml_dtypes.bfloat16),
+            "o": np.full(s["heads"] * HEAD_DIM, np.nan, np.float32),
+            "seq": s["seq"], "heads": s["heads"]}
+
+
+def _decode_valid(seq, heads):
+    size_int("seq", seq, low=32, multiple=32)
+    size_int("heads", heads)
+
+
+DECODE_SPEC = """\
+Q = q.reshape(heads, 1, 128).astype(np.float64)
+K, V = (x.reshape(heads, seq, 128).astype(np.float64) for x in (k, v))
 s = Q @ K.transpose(0, 2, 1) / np.sqrt(128)
 p = np.exp(s - s.max(axis=2, keepdims=True))
 o = ((p / p.sum(axis=2, keepdims=True)) @ V).astype(np.float32).ravel()"""
@@ -79,5 +103,42 @@ PUZZLES = (
                         "Q's tile", section=STAGES, limit_text="seq / 16 + 2 per block")),
         sections=(ATTENTION, TENSOR_CORES, STAGES), picture="k", picture_row="seq",
         max_instructions=200_000,
+    ),    Puzzle(
+        id="decode_attention", title="One query against a long KV cache (decoding)",
+        lesson=7,
+        goal="`o = softmax(q kᵀ / √128) v` for one query a head (bfloat16 `q` of `heads × 128`, "
+             "`k`, `v` of `heads × seq × 128`, float32 `o`), a block of 256 threads a head: "
+             "every byte of K and V is read once, so this is the bandwidth slope. Copy tiles of "
+             "32 keys into two shared stages with `t.copy_async` (8 halves, 16 bytes, a copy); "
+             "16 threads share a key (8 of its dimensions each, 16 apart, so that a warp's reads "
+             "fall in different banks) and sum its score with shuffles; each group of 16 keeps "
+             "a running maximum, sum and weighted V, and the 16 groups are combined at the end "
+             "through shared memory, each rescaled by `exp2(m_g − m)`.",
+        params=("q", "k", "v", "o", "seq", "heads"), outputs=("o",),
+        spec=DECODE_SPEC,
+        launch_text="grid heads, block 256; seq a multiple of 32",
+        lines=60, inputs=_decode_inputs,
+        launch=lambda seq, heads: (heads, 256),
+        sizes=({"seq": 128, "heads": 2},), more=({"seq": 32, "heads": 1},),
+        gpu_size={"seq": 8192, "heads": 256},
+        # as flash_attention's, with no bfloat16 rounding of P at all
+        rtol=1e-2, atol=1e-2,
+        budgets=(NO_CONFLICTS,
+                 Budget("loads_per_element", 1 / 8, "the query is read once, 8 halves a copy",
+                        array="q", limit_text="1 / 8 per element"),
+                 Budget("loads_per_element", 1 / 8, "each key is read once, by its head's "
+                        "block, 8 halves (16 bytes) a copy", array="k",
+                        limit_text="1 / 8 per element"),
+                 Budget("loads_per_element", 1 / 8, "each value row likewise", array="v",
+                        limit_text="1 / 8 per element"),
+                 Budget("load_sectors", 16.0, "32 lanes × 16 bytes, consecutive: 512 bytes, "
+                        "16 sectors of 32 bytes a request", array="k"),
+                 Budget("load_sectors", 16.0, "as for k", array="v"),
+                 Budget("barriers", lambda seq, heads: seq / 32 + 1,
+                        "one a tile (after its wait, before the other stage is filled) and "
+                        "one before the combine", section=STAGES,
+                        limit_text="seq / 32 + 1 per block")),
+        sections=(ATTENTION, STAGES), picture="k", picture_row="seq",
+        max_instructions=100_000,
     ),
 )

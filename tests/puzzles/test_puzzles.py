@@ -1193,6 +1193,15 @@ BREAKERS = [
     # K: the first tile in 8 halves a copy, the second in 4: (1 + 2) / 8 per element and block
     ("flash_attention", ATTN.flash_k_in_8_byte_copies, {}, "loads_per_element",
      "global loads of k: 0.375 per element, the budget is 0.25"),
+    # decoding, seq = 128: a warp's two rows 64 words apart, 2-way on every K read
+    ("decode_attention", ATTN.decode_k_unpadded, {}, "bank_conflicts",
+     "bank conflicts (wavefronts beyond the ideal): 1,024, the budget is 0"),
+    # tile 0 in 8 halves a copy, tiles 1-3 in 4: (1 + 3 x 2) / 32 = 0.219 per element
+    ("decode_attention", ATTN.decode_v_in_8_byte_copies, {}, "loads_per_element",
+     "global loads of v: 0.219 per element, the budget is 0.125"),
+    # 4 tiles x 2 + 1
+    ("decode_attention", ATTN.decode_two_barriers, {}, "barriers",
+     "barriers: 9 per block, the budget is 5"),
 ]
 
 
@@ -1687,6 +1696,7 @@ KEY_IDEAS = {
     "softmax": "fus", "sgemm_1d_blocktile": "register", "sgemm_2d_blocktile": "register",
     "sgemm_vectorized": "float4", "sgemm_double_buffered": "stage",
     "sgemm_warptile": "wavefront", "mma_tile": "fragment", "hgemm_mma": "fragment",
+    "flash_attention": "rescaled", "decode_attention": "bandwidth",
 }
 
 
@@ -3469,6 +3479,8 @@ HONEST_VARIANTS = [
     ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
     ("mma_tile", MMA.honest_mma_tile_separate_accumulators, {}),
     ("hgemm_mma", MMA.honest_hgemm_mma_x2_loads, {}),
+    ("flash_attention", ATTN.honest_flash_natural_exp, {}),
+    ("decode_attention", ATTN.honest_decode_natural_exp, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),
     ("segmented_sum", honest_segmented_sum_shuffle, {}),

@@ -1,4 +1,5 @@
-"""The flash_attention puzzle's worked kernel against PyTorch's FlashAttention on an H200.
+"""The attention puzzles' worked kernels on an H200: FlashAttention beside PyTorch's, decoding
+beside the copy bandwidth.
 
     PYTHONUNBUFFERED=1 python3 tools/device/attention_h200.py OUT.json
     python3 tools/device/attention_h200.py --dry
@@ -13,7 +14,9 @@ beside it ``torch.nn.functional.scaled_dot_product_attention`` with the flash ba
 products, a multiply-add 2 FLOPs).  The error is the largest ``|o - ref|`` against a float32
 reference of the same inputs (the puzzle's tolerance is 0.01 + 0.01 |ref|).  The run also
 records the H200's device-to-device copy bandwidth of 1 GB (CuPy, bytes read + written), the
-roof a memory-bound attention (one query against a long KV cache) is measured against.
+roof of the decode_attention worked kernel: one query a head against a 1 GiB bfloat16 KV cache
+(256 heads, sequence 8,192, d = 128: batch 8 of 32 heads), its rate the KV bytes read over its
+time (the query and the output are 0.1 % more).
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ from gpu_lessons import kernels  # noqa: E402
 SEQ, HEADS, D = 4096, 32, 128
 
 
+DECODE_SEQ, DECODE_HEADS = 8192, 256
+
+
 def _worked():
     spec = importlib.util.spec_from_file_location("pk", ROOT / "solutions" / "puzzle_kernels.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.flash_attention_kernel
+    return mod.flash_attention_kernel, mod.decode_attention_kernel
 
 
 def _inputs(seq, heads, rng):
@@ -51,6 +57,14 @@ def _inputs(seq, heads, rng):
 
 def _reference(q, k, v, seq, heads):
     Q, K, V = (x.astype(np.float32).reshape(heads, seq, D) for x in (q, k, v))
+    s = Q @ K.transpose(0, 2, 1) / np.float32(np.sqrt(D))
+    p = np.exp(s - s.max(axis=2, keepdims=True))
+    return (p / p.sum(axis=2, keepdims=True)) @ V
+
+
+def _decode_reference(q, k, v, seq, heads):
+    Q = q.astype(np.float32).reshape(heads, 1, D)
+    K, V = (x.astype(np.float32).reshape(heads, seq, D) for x in (k, v))
     s = Q @ K.transpose(0, 2, 1) / np.float32(np.sqrt(D))
     p = np.exp(s - s.max(axis=2, keepdims=True))
     return (p / p.sum(axis=2, keepdims=True)) @ V
@@ -70,16 +84,22 @@ def _median_events(torch, fn, runs=13, skip=3):
 
 
 def main(argv):
-    kernel = _worked()
+    kernel, decode = _worked()
     source = inspect.getsource(kernel)
+    decode_source = inspect.getsource(decode)
     rng = np.random.default_rng(0)
     if "--dry" in argv:
         q, k, v, o = _inputs(128, 2, rng)
         kernels.run(kernel, (2, 2), 128, q, k, v, o, 128, 2)
         err = float(np.abs(o.reshape(2, 128, D) - _reference(q, k, v, 128, 2)).max())
         print("simulated seq 128, 2 heads, largest error", err)
-        built = kernels.compile(kernel, q, k, v, o, 128, 2, arch="sm_90")
-        print(built)
+        print(kernels.compile(kernel, q, k, v, o, 128, 2, arch="sm_90"))
+        _, k, v, _ = _inputs(128, 2, rng)
+        q, o = k[:2 * D].copy(), np.zeros(2 * D, np.float32)
+        kernels.run(decode, 2, 256, q, k, v, o, 128, 2)
+        err = float(np.abs(o.reshape(2, 1, D) - _decode_reference(q, k, v, 128, 2)).max())
+        print("decode simulated seq 128, 2 heads, largest error", err)
+        print(kernels.compile(decode, q, k, v, o, 128, 2, arch="sm_90"))
         return
     import cupy as cp
     import torch
@@ -90,7 +110,9 @@ def main(argv):
               "torch": torch.__version__, "driver": cp.cuda.runtime.driverGetVersion(),
               "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "kernel_source": source,
-              "kernel_sha256": hashlib.sha256(source.encode()).hexdigest()}
+              "kernel_sha256": hashlib.sha256(source.encode()).hexdigest(),
+              "decode_kernel_source": decode_source,
+              "decode_kernel_sha256": hashlib.sha256(decode_source.encode()).hexdigest()}
     q, k, v, o = _inputs(SEQ, HEADS, rng)
     run = kernels.run_on_gpu(kernel, (SEQ // 64, HEADS), 128, q, k, v, o, SEQ, HEADS,
                              repeats=10, exact=False)
@@ -123,6 +145,27 @@ def main(argv):
     record["copy"] = {"bytes": n, "s": copy, "samples_s": copy_times,
                       "gb_per_s": 2 * n / copy / 1e9, "bytes_counted": "read + write"}
     print(f"  copy of 1 GiB: {2 * n / copy / 1e9:.0f} GB/s (read + write)")
+    seq, heads = DECODE_SEQ, DECODE_HEADS
+    q = rng.standard_normal(heads * D).astype(ml_dtypes.bfloat16)
+    k = rng.standard_normal(heads * seq * D).astype(ml_dtypes.bfloat16)
+    v = rng.standard_normal(heads * seq * D).astype(ml_dtypes.bfloat16)
+    o = np.zeros(heads * D, np.float32)
+    drun = kernels.run_on_gpu(decode, heads, 256, q, k, v, o, seq, heads, repeats=10,
+                              exact=False)
+    tq = torch.from_numpy(q.view(np.int16).reshape(heads, 1, D)).cuda().view(torch.bfloat16)
+    tk, tv = (torch.from_numpy(x.view(np.int16).reshape(heads, seq, D)).cuda()
+              .view(torch.bfloat16) for x in (k, v))
+    dref = torch.softmax(tq.float() @ tk.float().transpose(-1, -2) / D ** 0.5, -1) @ tv.float()
+    derr = float(np.abs(o.reshape(heads, 1, D) - dref.cpu().numpy()).max())
+    kv_bytes = 2 * heads * seq * D * 2
+    dt = drun.timing.median
+    record["decode"] = {"seq": seq, "heads": heads, "head_dim": D, "kv_bytes": kv_bytes,
+                        "kernel_s": dt, "kernel_samples_s": list(drun.timing.samples),
+                        "gb_per_s": kv_bytes / dt / 1e9, "registers": drun.registers_per_thread,
+                        "of_copy": kv_bytes / dt / 1e9 / record["copy"]["gb_per_s"],
+                        "max_abs_error": derr}
+    print(f"  decode: {kv_bytes / dt / 1e9:.0f} GB/s of KV, "
+          f"{record['decode']['of_copy']:.1%} of the copy, error {derr:.2e}")
     Path(argv[1]).write_text(json.dumps(record, indent=1))
 
 

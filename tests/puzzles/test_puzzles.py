@@ -1225,6 +1225,19 @@ def test_two_c_fragments_of_p_are_one_a_fragment():
             assert a.element[row, col] == 4 * h + c.element[row, cc]
 
 
+@pytest.mark.parametrize("pid, size, most", [("flash_attention", {"seq": 128, "heads": 1}, 255),
+                                             ("decode_attention", {"seq": 64, "heads": 1}, 64)])
+def test_the_attention_kernels_compile_for_sm_90_without_spills(pid, size, most):
+    """NVRTC, no GPU: the register arrays stay in registers (every index a constant) and the
+    static shared memory fits the 48 KiB a block may declare."""
+    from gpu_lessons import kernels
+
+    built = kernels.compile(ref(pid), *puzzles.find(pid).make_inputs(size).values(), arch="sm_90")
+    assert built.local_bytes == built.spill_store_bytes == built.spill_load_bytes == 0
+    assert built.registers_per_thread <= most
+    assert built.static_shared_bytes <= 48 * 1024
+
+
 def test_attention_spec_against_a_loop_over_rows():
     """One head, row by row, the softmax as the textbook writes it (float64)."""
     p = puzzles.find("flash_attention")

@@ -738,6 +738,198 @@ def hgemm_mma_kernel(t, a, b, c, m, n, k):
 
 
 
+def flash_attention_kernel(t, q, k, v, o, seq, heads):
+    sk = t.shared((64, 136), ml_dtypes.bfloat16)   # rows 272 bytes apart: ldmatrix conflict-free
+    sv = t.shared((64, 136), ml_dtypes.bfloat16)   # Q's tile first, then each V tile
+    qf = t.local((64,), ml_dtypes.bfloat16)        # this warp's 16 x 128 of Q: 8 A fragments
+    s = t.local((32,), np.float32)                 # its 16 x 64 scores, then probabilities
+    acc = t.local((64,), np.float32)               # its 16 x 128 of O, 16 C fragments
+    fa = t.local((8,), ml_dtypes.bfloat16)
+    rb = t.local((8,), ml_dtypes.bfloat16)
+    fb = t.local((4,), ml_dtypes.bfloat16)
+    c = t.local((4,), np.float32)
+    tid = t.thread_idx.x
+    head = t.block_idx.y * seq * 128
+    q0 = t.block_idx.x * 64
+    wm = t.warp * 16
+    lr = t.lane % 8 + 8 * (t.lane // 8 % 2)        # ldmatrix row of A (and of B with .trans)
+    kr = t.lane % 8 + 8 * (t.lane // 16)           # ldmatrix row of B from K, two n8 tiles
+    for i in range(8):                             # Q's 64 x 128 tile, 8 halves a copy
+        f = tid + 128 * i
+        t.copy_async(sv, (f // 16, f % 16 * 8), q, head + (q0 + f // 16) * 128 + f % 16 * 8, 8)
+    t.commit()
+    for i in range(8):
+        f = tid + 128 * i
+        t.copy_async(sk, (f // 16, f % 16 * 8), k, head + (f // 16) * 128 + f % 16 * 8, 8)
+    t.commit()
+    t.wait(1)
+    t.sync()
+    for kk in range(8):
+        t.ldmatrix(fa, sv, (wm + lr, 16 * kk + 8 * (t.lane // 16)), 4)
+        for i in range(8):
+            qf[8 * kk + i] = fa[i]
+    m0 = t.local(-np.inf, np.float32)              # running max of rows g and g + 8 (log2 units)
+    m1 = t.local(-np.inf, np.float32)
+    l0 = t.local(0.0, np.float32)                  # this lane's share of their running sums
+    l1 = t.local(0.0, np.float32)
+    scale = 1.4426950408889634 / 128 ** 0.5        # log2(e) / sqrt(d): exp(x) = exp2(x log2 e)
+    t.sync()                                       # Q read: sv is free for V
+    for j in range(0, seq, 64):
+        for i in range(8):
+            f = tid + 128 * i
+            t.copy_async(sv, (f // 16, f % 16 * 8), v, head + (j + f // 16) * 128 + f % 16 * 8, 8)
+        t.commit()
+        t.wait(1)
+        t.sync()                                   # K tile j is in sk
+        for i in range(32):
+            s[i] = 0.0
+        for kk in range(8):                        # S = Q K^T, 16 x 64 a warp
+            for i in range(8):
+                fa[i] = qf[8 * kk + i]
+            for nt in range(0, 8, 2):
+                t.ldmatrix(rb, sk, (8 * nt + kr, 16 * kk + 8 * (t.lane // 8 % 2)), 4)
+                for h in range(2):
+                    for i in range(4):
+                        fb[i] = rb[4 * h + i]
+                        c[i] = s[4 * (nt + h) + i]
+                    t.mma(c, fa, fb, c)
+                    for i in range(4):
+                        s[4 * (nt + h) + i] = c[i]
+        x0 = t.local(-np.inf, np.float32)
+        x1 = t.local(-np.inf, np.float32)
+        for nt in range(8):
+            for i in range(2):
+                s[4 * nt + i] = s[4 * nt + i] * scale
+                s[4 * nt + 2 + i] = s[4 * nt + 2 + i] * scale
+                x0[...] = np.maximum(x0, s[4 * nt + i])
+                x1[...] = np.maximum(x1, s[4 * nt + 2 + i])
+        for d in (1, 2):                           # the quad 4g .. 4g + 3 holds rows g, g + 8
+            y0 = t.shfl_xor(x0, d)
+            y1 = t.shfl_xor(x1, d)
+            x0[...] = np.maximum(x0, y0)
+            x1[...] = np.maximum(x1, y1)
+        x0[...] = np.maximum(m0, x0)
+        x1[...] = np.maximum(m1, x1)
+        a0 = np.exp2(m0 - x0)                      # rescale what came before
+        a1 = np.exp2(m1 - x1)
+        m0[...] = x0
+        m1[...] = x1
+        l0[...] = l0 * a0
+        l1[...] = l1 * a1
+        for nt in range(16):
+            for i in range(2):
+                acc[4 * nt + i] = acc[4 * nt + i] * a0
+                acc[4 * nt + 2 + i] = acc[4 * nt + 2 + i] * a1
+        for nt in range(8):
+            for i in range(2):
+                s[4 * nt + i] = np.exp2(s[4 * nt + i] - m0)
+                s[4 * nt + 2 + i] = np.exp2(s[4 * nt + 2 + i] - m1)
+                l0[...] = l0 + s[4 * nt + i]
+                l1[...] = l1 + s[4 * nt + 2 + i]
+        t.sync()                                   # everyone is done with sk
+        if j + 64 < seq:
+            for i in range(8):
+                f = tid + 128 * i
+                t.copy_async(sk, (f // 16, f % 16 * 8), k,
+                             head + (j + 64 + f // 16) * 128 + f % 16 * 8, 8)
+        t.commit()
+        t.wait(1)
+        t.sync()                                   # V tile j is in sv
+        for ks in range(4):                        # O += P V: two C tiles of P are an A tile
+            for i in range(8):
+                fa[i] = s[8 * ks + i]
+            for nt in range(0, 16, 2):
+                t.ldmatrix(rb, sv, (16 * ks + lr, 8 * nt + 8 * (t.lane // 16)), 4, trans=True)
+                for h in range(2):
+                    for i in range(4):
+                        fb[i] = rb[4 * h + i]
+                        c[i] = acc[4 * (nt + h) + i]
+                    t.mma(c, fa, fb, c)
+                    for i in range(4):
+                        acc[4 * (nt + h) + i] = c[i]
+        t.sync()                                   # everyone is done with sv
+    for d in (1, 2):
+        y0 = t.shfl_xor(l0, d)
+        y1 = t.shfl_xor(l1, d)
+        l0[...] = l0 + y0
+        l1[...] = l1 + y1
+    r0 = head + (q0 + wm + t.lane // 4) * 128 + 2 * (t.lane % 4)
+    for nt in range(16):
+        t.vstore(o, r0 + 8 * nt, (acc[4 * nt] / l0, acc[4 * nt + 1] / l0))
+        t.vstore(o, r0 + 1024 + 8 * nt, (acc[4 * nt + 2] / l1, acc[4 * nt + 3] / l1))
+
+
+def decode_attention_kernel(t, q, k, v, o, seq, heads):
+    sq = t.shared(128, ml_dtypes.bfloat16)
+    sk = t.shared((2, 32, 144), ml_dtypes.bfloat16)   # two stages of 32 keys, rows 8 banks apart
+    sv = t.shared((2, 32, 144), ml_dtypes.bfloat16)
+    part = t.shared((16, 144), np.float32)            # each group's weighted sum of V
+    stat = t.shared((2, 16), np.float32)              # each group's maximum and sum
+    qf = t.local((8,), np.float32)
+    acc = t.local((8,), np.float32)
+    tid = t.thread_idx.x
+    head = t.block_idx.x * seq * 128
+    r = tid // 16                                     # this thread's keys: r and r + 16 of a tile
+    c = tid % 16                                      # its dimensions: c, c + 16, ..., c + 112
+    if tid < 16:
+        t.copy_async(sq, tid * 8, q, t.block_idx.x * 128 + tid * 8, 8)
+    for h in range(2):                                # tile 0: 8 halves a copy, two of K and V
+        f = tid + 256 * h
+        t.copy_async(sk, (0, f // 16, f % 16 * 8), k, head + f * 8, 8)
+        t.copy_async(sv, (0, f // 16, f % 16 * 8), v, head + f * 8, 8)
+    t.commit()
+    m = t.local(-np.inf, np.float32)                  # log2 units, as exp2 wants
+    lsum = t.local(0.0, np.float32)
+    scale = 1.4426950408889634 / 128 ** 0.5
+    for j in range(0, seq, 32):
+        s = j // 32 % 2
+        t.wait(0)
+        t.sync()                                      # tile j is in stage s; 1 - s is free
+        if j + 32 < seq:
+            for h in range(2):
+                f = tid + 256 * h
+                t.copy_async(sk, (1 - s, f // 16, f % 16 * 8), k, head + (j + 32) * 128 + f * 8, 8)
+                t.copy_async(sv, (1 - s, f // 16, f % 16 * 8), v, head + (j + 32) * 128 + f * 8, 8)
+        t.commit()
+        if j == 0:
+            for e in range(8):
+                qf[e] = sq[c + 16 * e]
+        for h in range(2):
+            x = t.local(0.0, np.float32)
+            for e in range(8):
+                kv = t.local(sk[s, r + 16 * h, c + 16 * e], np.float32)
+                x[...] = x + qf[e] * kv
+            for d in (8, 4, 2, 1):                    # the 16 lanes of one key
+                y = t.shfl_xor(x, d)
+                x[...] = x + y
+            x[...] = x * scale
+            mn = np.maximum(m, x)
+            a = np.exp2(m - mn)
+            p = np.exp2(x - mn)
+            lsum[...] = lsum * a + p
+            for e in range(8):
+                vv = t.local(sv[s, r + 16 * h, c + 16 * e], np.float32)
+                acc[e] = acc[e] * a + p * vv
+            m[...] = mn
+    for e in range(8):
+        part[r, c + 16 * e] = acc[e]
+    if c == 0:
+        stat[0, r] = m
+        stat[1, r] = lsum
+    t.sync()
+    if tid < 128:                                     # combine the 16 groups, one dimension a thread
+        top = t.local(-np.inf, np.float32)
+        for g in range(16):
+            top[...] = np.maximum(top, stat[0, g])
+        num = t.local(0.0, np.float32)
+        den = t.local(0.0, np.float32)
+        for g in range(16):
+            w = np.exp2(stat[0, g] - top)
+            num[...] = num + part[g, tid] * w
+            den[...] = den + stat[1, g] * w
+        o[t.block_idx.x * 128 + tid] = num / den
+
+
 # -- lesson 08: system level --------------------------------------------------------------------
 
 

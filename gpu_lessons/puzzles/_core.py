@@ -320,6 +320,7 @@ WORKED_BUSIEST_WARP = {
     "segmented_sum": 79, "softmax": 166, "sgemm_1d_blocktile": 1187,
     "sgemm_2d_blocktile": 5962, "sgemm_vectorized": 4592, "sgemm_double_buffered": 4594,
     "sgemm_warptile": 4610, "mma_tile": 75, "hgemm_mma": 559,
+    "flash_attention": 2149, "decode_attention": 1316,
 }
 
 

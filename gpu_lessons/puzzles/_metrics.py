@@ -160,8 +160,11 @@ def _shared_stores_per_element(result, case, array, params):
 
 
 def _fmas(case) -> int:
-    """Multiply-adds of the case's matrix product: m n k (n³ for square puzzles)."""
+    """Multiply-adds of the case's matrix products: m n k (n³ for square puzzles); attention's
+    Q Kᵀ and P V, seq² × 128 each a head."""
     s = case.size
+    if "seq" in s:
+        return 2 * s["heads"] * s["seq"] ** 2 * 128
     return s["m"] * s["n"] * s["k"] if "m" in s else s["n"] ** 3
 
 

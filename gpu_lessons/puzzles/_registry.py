@@ -10,6 +10,7 @@ from . import (
     lesson05,
     lesson06,
     lesson07,
+    lesson07_attention,
     lesson07_mma,
     lesson07_sgemm,
     lesson08,
@@ -17,7 +18,8 @@ from . import (
 from ._core import Puzzle
 
 _ALL: tuple[Puzzle, ...] = tuple(p for m in (lesson02, lesson03, lesson04, lesson05, lesson06,
-                                              lesson07, lesson07_sgemm, lesson07_mma, lesson08)
+                                              lesson07, lesson07_sgemm, lesson07_mma, lesson07_attention,
+                                              lesson08)
                                for p in m.PUZZLES)
 _BY_ID = {p.id: p for p in _ALL}
 

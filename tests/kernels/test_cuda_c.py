@@ -291,12 +291,13 @@ def test_every_puzzle_reference_kernel_gives_the_simulators_bits():
         for name, s, c in zip(args, sim_args, cpu_args, strict=True):
             if name not in p.outputs:
                 continue
-            if "np.exp(" in src.body.replace("expf(", "np.exp("):
+            # exp and exp2 differ in the last bits between NumPy and the C library
+            if "np.exp(" in src.body.replace("expf(", "np.exp(").replace("exp2f(", "np.exp("):
                 tolerance.append(p.id)
                 np.testing.assert_allclose(c, expected[name], rtol=p.rtol, atol=p.atol)
             else:
                 assert _same_bits(s, c), f"{p.id}: {name} differs from the simulator"
-    assert set(tolerance) <= {"softmax"}
+    assert set(tolerance) <= {"softmax", "flash_attention", "decode_attention"}
 
 
 # -- refusals the simulator would also make -----------------------------------------------------

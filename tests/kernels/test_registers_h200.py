@@ -34,8 +34,13 @@ def _worked():
     return pk
 
 
+#: Puzzles written after this record: their H200 registers are in tests/data/h200_attention.json
+#: (run_on_gpu's build, tests/puzzles/test_attention_record.py).
+LATER = ("flash_attention", "decode_attention")
+
+
 def test_the_record_covers_every_puzzle_and_says_where_it_ran():
-    assert sorted(ROWS) == sorted(p.id for p in puzzles.puzzles())
+    assert sorted(ROWS) == sorted(p.id for p in puzzles.puzzles() if p.id not in LATER)
     dev = RECORD["device"]
     assert dev["gpu"] == "NVIDIA H200" and dev["cc"] == "9.0"
     assert "580.159.04" in dev["nvidia_smi"] and dev["cupy"] == "14.2.0"

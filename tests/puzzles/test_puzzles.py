@@ -40,6 +40,7 @@ REF = _load("puzzle_kernels", ROOT / "solutions" / "puzzle_kernels.py")
 TOOL = _load("puzzle_cells", ROOT / "tools" / "puzzle_cells.py")
 LADDER = _load("ladder_kernels", Path(__file__).with_name("ladder_kernels.py"))
 MMA = _load("mma_kernels", Path(__file__).with_name("mma_kernels.py"))
+ATTN = _load("attention_kernels", Path(__file__).with_name("attention_kernels.py"))
 ALL = puzzles.puzzles()
 IDS = [p.id for p in ALL]
 
@@ -1181,7 +1182,77 @@ BREAKERS = [
     # k = 96: 3 tiles of 32, two barriers each where one does
     ("hgemm_mma", MMA.hgemm_mma_two_barriers, {}, "barriers",
      "barriers: 6 per block, the budget is 3"),
+    # attention, seq = 128: each lane's 32 scores out and back, 16 rows x 64 keys x 4 warps x 2
+    # tiles x 2 blocks = 16,384 lane loads
+    ("flash_attention", ATTN.flash_scores_through_global, {}, "output_loads",
+     "global loads of the outputs: 16,384 lane loads, the budget is 0"),
+    ("flash_attention", ATTN.flash_k_unpadded, {}, "bank_conflicts", "bank conflicts"),
+    # 64 extra of 128 mma a warp and tile
+    ("flash_attention", ATTN.flash_scores_twice, {}, "mma_instructions",
+     "mma instructions: 1.5 per 16 × 8 × 16 product, the budget is 1"),
+    # 2 + 4 x 2 tiles = 10, and one more a tile
+    ("flash_attention", ATTN.flash_two_barriers_after_v, {}, "barriers",
+     "barriers: 12 per block, the budget is 10"),
+    # K: the first tile in 8 halves a copy, the second in 4: (1 + 2) / 8 per element and block
+    ("flash_attention", ATTN.flash_k_in_8_byte_copies, {}, "loads_per_element",
+     "global loads of k: 0.375 per element, the budget is 0.25"),
+    # decoding, seq = 128: a warp's two rows 64 words apart, 2-way on every K read
+    ("decode_attention", ATTN.decode_k_unpadded, {}, "bank_conflicts",
+     "bank conflicts (wavefronts beyond the ideal): 1,024, the budget is 0"),
+    # tile 0 in 8 halves a copy, tiles 1-3 in 4: (1 + 3 x 2) / 32 = 0.219 per element
+    ("decode_attention", ATTN.decode_v_in_8_byte_copies, {}, "loads_per_element",
+     "global loads of v: 0.219 per element, the budget is 0.125"),
+    # 4 tiles x 2 + 1
+    ("decode_attention", ATTN.decode_two_barriers, {}, "barriers",
+     "barriers: 9 per block, the budget is 5"),
 ]
+
+
+def test_attention_without_the_rescale_is_wrong():
+    r = puzzles.evaluate("flash_attention", ATTN.flash_without_rescale)
+    assert not r.correct and r.failure == "wrong", r.message
+    assert "6.7 Attention: scores that never leave the chip" in r.message
+
+
+def test_two_c_fragments_of_p_are_one_a_fragment():
+    """The register trick of the worked kernel, from the PTX layouts alone: C element i of
+    n8 tile h (columns 8h .. 8h + 7) sits in the lane and register where A element 4h + i of
+    the 16 x 16 A fragment does."""
+    from gpu_lessons.kernels import mma_layout
+
+    a, c = mma_layout("a"), mma_layout("c")
+    for row in range(16):
+        for col in range(16):
+            h, cc = divmod(col, 8)
+            assert a.lane[row, col] == c.lane[row, cc]
+            assert a.element[row, col] == 4 * h + c.element[row, cc]
+
+
+@pytest.mark.parametrize("pid, size, most", [("flash_attention", {"seq": 128, "heads": 1}, 255),
+                                             ("decode_attention", {"seq": 64, "heads": 1}, 64)])
+def test_the_attention_kernels_compile_for_sm_90_without_spills(pid, size, most):
+    """NVRTC, no GPU: the register arrays stay in registers (every index a constant) and the
+    static shared memory fits the 48 KiB a block may declare."""
+    from gpu_lessons import kernels
+
+    built = kernels.compile(ref(pid), *puzzles.find(pid).make_inputs(size).values(), arch="sm_90")
+    assert built.local_bytes == built.spill_store_bytes == built.spill_load_bytes == 0
+    assert built.registers_per_thread <= most
+    assert built.static_shared_bytes <= 48 * 1024
+
+
+def test_attention_spec_against_a_loop_over_rows():
+    """One head, row by row, the softmax as the textbook writes it (float64)."""
+    p = puzzles.find("flash_attention")
+    args = p.make_inputs({"seq": 64, "heads": 2})
+    qh, kh, vh = (args[x].astype(np.float64).reshape(2, 64, 128) for x in "qkv")
+    want = np.empty((2, 64, 128))
+    for h in range(2):
+        for i in range(64):
+            sc = [float(qh[h, i] @ kh[h, j]) / 128 ** 0.5 for j in range(64)]
+            e = np.exp(np.array(sc) - max(sc))
+            want[h, i] = (e / e.sum()) @ vh[h]
+    assert np.allclose(p.expected(args)["o"], want.ravel(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("kernel", [MMA.mma_tile_a_registers_swapped,
@@ -1641,6 +1712,7 @@ KEY_IDEAS = {
     "softmax": "fus", "sgemm_1d_blocktile": "register", "sgemm_2d_blocktile": "register",
     "sgemm_vectorized": "float4", "sgemm_double_buffered": "stage",
     "sgemm_warptile": "wavefront", "mma_tile": "fragment", "hgemm_mma": "fragment",
+    "flash_attention": "rescaled", "decode_attention": "bandwidth",
 }
 
 
@@ -3423,6 +3495,8 @@ HONEST_VARIANTS = [
     ("sgemm_warptile", LADDER.honest_sgemm_warptile_other_pairs, {}),
     ("mma_tile", MMA.honest_mma_tile_separate_accumulators, {}),
     ("hgemm_mma", MMA.honest_hgemm_mma_x2_loads, {}),
+    ("flash_attention", ATTN.honest_flash_natural_exp, {}),
+    ("decode_attention", ATTN.honest_decode_natural_exp, {}),
     ("grid_stride", honest_grid_stride_counted, {}),
     ("grid_stride", honest_grid_stride_while_local, {}),
     ("segmented_sum", honest_segmented_sum_shuffle, {}),

@@ -44,8 +44,9 @@ LADDER = ("sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized", "sgemm
 
 
 #: The tensor-core puzzles ran on the H200 in tools/device/mma_h200.py's record
-#: (tests/kernels/test_mma_h200.py).
-OWN_RECORDS = (*LADDER, "mma_tile", "hgemm_mma")
+#: (tests/kernels/test_mma_h200.py), the attention puzzles in tools/device/attention_h200.py's
+#: (tests/puzzles/test_attention_record.py).
+OWN_RECORDS = (*LADDER, "mma_tile", "hgemm_mma", "flash_attention", "decode_attention")
 
 
 def test_every_puzzle_ran_and_matched_its_spec():

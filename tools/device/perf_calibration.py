@@ -543,7 +543,8 @@ def puzzle_cases():
     at their GPU sizes: name -> (kernel, grid, block, args).  The matrix-multiply ladder's
     rungs were timed beside cuBLAS with the default build instead
     (gpu_lessons/data/h200_sgemm_ladder.json), and the tensor-core puzzles ran in
-    tools/device/mma_h200.py's record (their time is not modelled), so they are not among them."""
+    tools/device/mma_h200.py's record and the attention puzzles in tools/device/attention_h200.py's
+    (their time is not modelled), so they are not among them."""
     from gpu_lessons import puzzles
 
     spec = importlib.util.spec_from_file_location(
@@ -553,7 +554,8 @@ def puzzle_cases():
     cases = {}
     for p in puzzles.puzzles():
         kernel = getattr(pk, f"{p.id}_kernel", None)
-        if kernel is None or p.id.startswith("sgemm_") or p.id in ("mma_tile", "hgemm_mma"):
+        own_record = ("mma_tile", "hgemm_mma", "flash_attention", "decode_attention")
+        if kernel is None or p.id.startswith("sgemm_") or p.id in own_record:
             continue
         choices = {c: getattr(pk, c.upper()) for c in p.choices}
         size = dict(p.gpu_size)

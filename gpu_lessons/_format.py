@@ -60,6 +60,12 @@ def percent(fraction: float, *, signed: bool = False) -> str:
     return f"{value:{'+' if signed else ''}.3g} %"
 
 
+def tolerance(rtol: float) -> str:
+    """A relative tolerance as a percentage, 3 significant figures and never rounded to zero
+    (a tolerance is not noise): ``0.005`` -> ``"0.5 %"``, ``1e-9`` -> ``"1e-07 %"``."""
+    return f"{100 * rtol:.3g} %"
+
+
 def ratio(value: float) -> str:
     """A dimensionless number without exponent notation: ``0.167``, ``61.3``, ``1,024``,
     ``∞``."""

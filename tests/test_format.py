@@ -26,6 +26,7 @@ from gpu_lessons._format import (
     ratio,
     si,
     text_table,
+    tolerance,
 )
 
 
@@ -65,6 +66,13 @@ def test_percent_by_hand(fraction, text):
 def test_signed_percent_and_rounding_noise(fraction, text):
     # a change shows its sign; float noise from a subtraction (1e-16) is zero, not "3.3e-14 %"
     assert percent(fraction, signed=True) == text
+
+
+@pytest.mark.parametrize(("rtol", "text"), [(0.005, "0.5 %"), (0.01, "1 %"), (0.03, "3 %"),
+                                            (1e-4, "0.01 %"), (1e-9, "1e-07 %")])
+def test_tolerance_by_hand(rtol, text):
+    # 1e-9 of the expected value is 1e-7 %: a tolerance is never rounded to "0 %" as noise is
+    assert tolerance(rtol) == text
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.1666, "0.167"), (61.34, "61.3"),

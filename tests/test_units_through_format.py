@@ -34,9 +34,8 @@ _NUMBER_SPEC = re.compile(r"[,_]|\.\d|[deEfFgGn%]$")
 #: capstone and the top-level models.
 ALLOWED = ("gpu_lessons/_format.py", "gpu_lessons/capstone/",
            *(f"gpu_lessons/{m}.py" for m in (
-               "allocator", "assignments", "cache", "checks", "cli", "costs", "env", "hardware",
-               "ladder", "latency", "occupancy", "overlap",
-               "predict", "roofline", "sgemm_record", "system", "traces")))
+               "cli", "costs", "latency", "occupancy", "overlap", "predict", "roofline",
+               "system")))
 
 
 def _spec_text(field: ast.FormattedValue) -> str:

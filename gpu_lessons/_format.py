@@ -104,6 +104,12 @@ def memory_size(nbytes: float) -> str:
     return binary_bytes(nbytes)
 
 
+def exact_bytes(nbytes: int) -> str:
+    """A byte count to the byte, for arithmetic a reader follows step by step (an occupancy
+    limit's rounding): ``49152`` -> ``"49,152 B"``; :func:`binary_bytes` rounds to a prefix."""
+    return f"{nbytes:,} B"
+
+
 def binary_bytes(nbytes: float, spec: str = ",.4g") -> str:
     """A byte count with a binary prefix, since memory sizes are powers of two:
     ``3 * 2**20`` -> ``"3 MiB"``, ``1536`` -> ``"1.5 KiB"``, ``100`` -> ``"100 B"``.

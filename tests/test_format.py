@@ -19,6 +19,7 @@ from gpu_lessons._format import (
     bandwidth,
     binary_bytes,
     duration,
+    exact_bytes,
     flop_rate,
     html_table,
     memory_size,
@@ -66,6 +67,13 @@ def test_percent_by_hand(fraction, text):
 def test_signed_percent_and_rounding_noise(fraction, text):
     # a change shows its sign; float noise from a subtraction (1e-16) is zero, not "3.3e-14 %"
     assert percent(fraction, signed=True) == text
+
+
+@pytest.mark.parametrize(("nbytes", "text"), [(0, "0 B"), (128, "128 B"), (49152, "49,152 B"),
+                                              (123904, "123,904 B")])
+def test_exact_bytes_by_hand(nbytes, text):
+    # to the byte: 123,904 B is 121 KiB, which binary_bytes would write instead
+    assert exact_bytes(nbytes) == text
 
 
 @pytest.mark.parametrize(("rtol", "text"), [(0.005, "0.5 %"), (0.01, "1 %"), (0.03, "3 %"),

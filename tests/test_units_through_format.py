@@ -34,7 +34,7 @@ _NUMBER_SPEC = re.compile(r"[,_]|\.\d|[deEfFgGn%]$")
 #: capstone and the top-level models.
 ALLOWED = ("gpu_lessons/_format.py", "gpu_lessons/capstone/",
            *(f"gpu_lessons/{m}.py" for m in (
-               "overlap", "predict")))
+               "overlap",)))
 
 
 def _spec_text(field: ast.FormattedValue) -> str:

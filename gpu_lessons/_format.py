@@ -104,6 +104,13 @@ def memory_size(nbytes: float) -> str:
     return binary_bytes(nbytes)
 
 
+def fixed(value: float, unit: str, decimals: int = 1) -> str:
+    """A measured quantity to fixed decimals in the unit it was measured in, so measured and
+    modelled values line up digit for digit: ``fixed(1600, "µs")`` -> ``"1,600.0 µs"``,
+    ``fixed(123.456, "GB/s", 2)`` -> ``"123.46 GB/s"``."""
+    return f"{value:,.{decimals}f} {unit}"
+
+
 def exact_bytes(nbytes: int) -> str:
     """A byte count to the byte, for arithmetic a reader follows step by step (an occupancy
     limit's rounding): ``49152`` -> ``"49,152 B"``; :func:`binary_bytes` rounds to a prefix."""

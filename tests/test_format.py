@@ -20,6 +20,7 @@ from gpu_lessons._format import (
     binary_bytes,
     duration,
     exact_bytes,
+    fixed,
     flop_rate,
     html_table,
     memory_size,
@@ -74,6 +75,14 @@ def test_signed_percent_and_rounding_noise(fraction, text):
 def test_exact_bytes_by_hand(nbytes, text):
     # to the byte: 123,904 B is 121 KiB, which binary_bytes would write instead
     assert exact_bytes(nbytes) == text
+
+
+@pytest.mark.parametrize(("value", "unit", "decimals", "text"), [
+    (1600, "µs", 1, "1,600.0 µs"), (123.456, "GB/s", 2, "123.46 GB/s"),
+    (0.04, "µs", 1, "0.0 µs"), (1980, "MHz", 0, "1,980 MHz")])
+def test_fixed_by_hand(value, unit, decimals, text):
+    # one fixed decimal keeps a measured and a modelled time comparable digit for digit
+    assert fixed(value, unit, decimals) == text
 
 
 @pytest.mark.parametrize(("rtol", "text"), [(0.005, "0.5 %"), (0.01, "1 %"), (0.03, "3 %"),

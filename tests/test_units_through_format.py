@@ -29,9 +29,8 @@ _UNIT = re.compile(r"(?P<space>\s?)(?P<unit>"
                    + r")(?![\w/])")
 _NUMBER_SPEC = re.compile(r"[,_]|\.\d|[deEfFgGn%]$")
 
-#: Where numbers may still be formatted by hand, for now.  ``_format`` is the one place they
-#: belong; the overlap report's fixed-decimal microseconds are the last to move there.
-ALLOWED = ("gpu_lessons/_format.py", "gpu_lessons/overlap.py")
+#: Where numbers may be formatted by hand: ``_format``, the one place they belong.
+ALLOWED = ("gpu_lessons/_format.py",)
 
 
 def _spec_text(field: ast.FormattedValue) -> str:

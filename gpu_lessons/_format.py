@@ -7,8 +7,10 @@ readout formats through these helpers, so the course prints one style everywhere
 * sizes: :func:`binary_bytes` (``48 KiB``, ``12.5 MiB``) since memory comes in powers of two,
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
 * :func:`intensity` for FLOP/byte, :func:`si` for any other unit with an SI prefix,
-  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it) and
-  :func:`ratio` for dimensionless numbers;
+  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it),
+  :func:`tolerance` for a relative tolerance and :func:`ratio` for dimensionless numbers;
+* :func:`exact_bytes` (``49,152 B``) where arithmetic is followed to the byte, :func:`fixed`
+  (``1,600.0 µs``) where measured and modelled values compare at fixed decimals;
 * :func:`html_table` for the small tables notebooks show, :func:`text_table` for the same
   table in a ``__repr__``, and :class:`Table`: a result of several columns declares them once;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate, system
-from ._format import Readout, Row, binary_bytes, exact_bytes, fixed, html_table, percent, text_table
+from ._format import Readout, Row, Table, binary_bytes, exact_bytes, fixed, html_table, percent, text_table
 from .overlap_record import (
     BACKENDS,
     SCHEMA,
@@ -347,7 +347,7 @@ def signed_percent(x: float | None) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class OverlapComparison:
+class OverlapComparison(Table):
     """Measured exposed communication beside the model's, per bucket size (module docstring)."""
 
     measurement: OverlapMeasurement
@@ -403,18 +403,21 @@ class OverlapComparison:
 
     def _caption(self) -> str:
         return (f"Exposed communication on {self.measurement.label}: model with α = "
-                f"{fixed(self.fit.latency_us, 'µs', 2)}, B = {fixed(self.fit.busbw_gbs, 'GB/s')} (fitted), "
+                f"{fixed(self.fit.latency_us, 'µs', 2)}, B = {fixed(self.fit.busbw_gbs, 'GB/s')} "
+                f"(fitted), "
                 f"compute {fixed(self.measurement.layer_us, 'µs')} per layer, SM share taken by "
                 f"NCCL {percent(self.comm_sm_fraction)}; {self.agreeing} of {len(self.rows)} within "
                 f"{percent(self.tolerance)}")
 
+    def table(self):
+        """Per bucket size: measured and modelled exposed time, with and without SM sharing."""
+        return self._caption(), self._HEAD, list(self._rows())
+
     def __repr__(self) -> str:
-        return "\n".join([self._caption(), text_table(self._HEAD, self._rows()), *self.notes])
+        return "\n".join([super().__repr__(), *self.notes])
 
     def _repr_html_(self) -> str:
-        table = html_table(self._caption(), self._HEAD, self._rows())
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return table + notes
+        return super()._repr_html_() + "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
 
     def markdown(self) -> str:
         return _md_table(self._HEAD, self._rows())

@@ -7,8 +7,10 @@ readout formats through these helpers, so the course prints one style everywhere
 * sizes: :func:`binary_bytes` (``48 KiB``, ``12.5 MiB``) since memory comes in powers of two,
   and :func:`memory_size` for a GPU's DRAM, which vendors quote in decimal GB;
 * :func:`intensity` for FLOP/byte, :func:`si` for any other unit with an SI prefix,
-  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it) and
-  :func:`ratio` for dimensionless numbers;
+  :func:`percent` (``46.2 %``, a space before the sign as the SI brochure writes it),
+  :func:`tolerance` for a relative tolerance and :func:`ratio` for dimensionless numbers;
+* :func:`exact_bytes` (``49,152 B``) where arithmetic is followed to the byte, :func:`fixed`
+  (``1,600.0 µs``) where measured and modelled values compare at fixed decimals;
 * :func:`html_table` for the small tables notebooks show, :func:`text_table` for the same
   table in a ``__repr__``, and :class:`Table`: a result of several columns declares them once;
 * :class:`Readout`: a result declares its rows once (label, value, unit) and gets its
@@ -60,6 +62,12 @@ def percent(fraction: float, *, signed: bool = False) -> str:
     return f"{value:{'+' if signed else ''}.3g} %"
 
 
+def tolerance(rtol: float) -> str:
+    """A relative tolerance as a percentage, 3 significant figures and never rounded to zero
+    (a tolerance is not noise): ``0.005`` -> ``"0.5 %"``, ``1e-9`` -> ``"1e-07 %"``."""
+    return f"{100 * rtol:.3g} %"
+
+
 def ratio(value: float) -> str:
     """A dimensionless number without exponent notation: ``0.167``, ``61.3``, ``1,024``,
     ``∞``."""
@@ -96,6 +104,19 @@ def memory_size(nbytes: float) -> str:
     if abs(nbytes) >= 1e9:
         return f"{nbytes / 1e9:,.4g} GB"
     return binary_bytes(nbytes)
+
+
+def fixed(value: float, unit: str, decimals: int = 1) -> str:
+    """A measured quantity to fixed decimals in the unit it was measured in, so measured and
+    modelled values line up digit for digit: ``fixed(1600, "µs")`` -> ``"1,600.0 µs"``,
+    ``fixed(123.456, "GB/s", 2)`` -> ``"123.46 GB/s"``."""
+    return f"{value:,.{decimals}f} {unit}"
+
+
+def exact_bytes(nbytes: int) -> str:
+    """A byte count to the byte, for arithmetic a reader follows step by step (an occupancy
+    limit's rounding): ``49152`` -> ``"49,152 B"``; :func:`binary_bytes` rounds to a prefix."""
+    return f"{nbytes:,} B"
 
 
 def binary_bytes(nbytes: float, spec: str = ",.4g") -> str:

@@ -66,7 +66,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, text_table
+from ._format import Readout, Row, binary_bytes, html_table, text_table
 from ._math import cdiv, round_up
 
 MiB = 2**20
@@ -668,7 +668,7 @@ def paged(trace, *, page_bytes: int, capacity: int | None = None,
     pb = _validate.integer("page_bytes", page_bytes, low=1)
     cap = _capacity(capacity)
     if cap is not None and cap < pb:
-        raise ValueError(f"capacity ({cap} B) must hold at least one page of {pb} B")
+        raise ValueError(f"capacity ({binary_bytes(cap)}) must hold at least one page of {binary_bytes(pb)}")
     n_pages = math.inf if cap is None else cap // pb
     snaps = _snapshots(snapshots, len(events))
 

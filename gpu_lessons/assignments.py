@@ -72,6 +72,7 @@ from pathlib import Path
 
 from . import checks
 from . import questions as _questions
+from ._format import percent
 from .questions.audit import variants as _variants
 from .questions.bank import load_bank
 from .questions.types import Choice, Design, Function, Number, Question
@@ -260,7 +261,7 @@ def practice_reason(question: Question, *, from_bank: bool = False) -> str:
         return "it has one variant: every student gets the same numbers"
     share = public_share(base)
     if share > MAX_PUBLIC_SHARE:
-        return (f"the lesson's own answer is right for {100 * share:.0f} % of its variants "
+        return (f"the lesson's own answer is right for {percent(share)} of its variants "
                 f"(more than 1 in 20)")
     return ""
 

@@ -230,7 +230,7 @@ class Cache:
         if size_bytes % (line_bytes * ways):
             raise ValueError(
                 f"size_bytes must be a whole number of sets of ways x line_bytes = "
-                f"{ways} x {line_bytes} = {ways * line_bytes} B; got size_bytes={size_bytes}")
+                f"{ways} x {line_bytes} = {binary_bytes(ways * line_bytes)}; got size_bytes={size_bytes}")
         if isinstance(policy, str):
             policy = policy.lower()
         self._policy = _validate.choice("policy", policy, POLICIES)
@@ -316,9 +316,9 @@ class Cache:
     def __repr__(self) -> str:
         geometry = ("fully associative" if self.sets == 1 and self.ways > 1 else
                     "direct-mapped" if self.ways == 1 else f"{self.ways}-way")
-        sector = f", {self.sector_bytes} B sectors" if self.sectored else ""
+        sector = f", {binary_bytes(self.sector_bytes)} sectors" if self.sectored else ""
         alloc = "write-allocate" if self.write_allocate else "no-write-allocate"
-        return (f"Cache({self.name}: {binary_bytes(self.size_bytes)}, {self.line_bytes} B lines"
+        return (f"Cache({self.name}: {binary_bytes(self.size_bytes)}, {binary_bytes(self.line_bytes)} lines"
                 f"{sector}, {geometry}, {self.sets} sets, {self.policy.upper()}, "
                 f"{self.write_policy}, {alloc})")
 

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import questions as _questions
+from ._format import tolerance
 from .grading.probe import observe, probe
 from .questions.types import Choice, Design, Function, Mistake, Number, Question, Vary, _points
 from .questions.types import plain as _plain
@@ -235,7 +236,7 @@ def _off_by(spec: Number) -> str:
     the expected value"; an exact count (``rtol=0``) is "not the expected count"."""
     if spec.rtol == 0:
         return "not the expected count" if spec.integer else "not the expected value"
-    return f"not within {100 * spec.rtol:.3g} % of the expected value"
+    return f"not within {tolerance(spec.rtol)} of the expected value"
 
 
 def _judge_choice(q: Question, obs: Mapping) -> CheckResult:

@@ -23,12 +23,15 @@ def main(argv: list[str] | None = None) -> int:
 
         print(report())
     elif args.command == "gpus":
+        from ._format import bandwidth, flop_rate, text_table
         from .hardware import catalog
 
-        for g in catalog().values():
-            print(f"{g.name:<16} CC {g.cc:<5} {g.sms:>4} SMs  {g.bandwidth_gbs:>6,.0f} GB/s  "
-                  f"FP32 {g.peak_tflops['fp32']:>5.1f} TFLOP/s  "
-                  f"FP16 tensor {g.peak_tflops.get('fp16', float('nan')):>7.1f} TFLOP/s (dense)")
+        def peak(g, p):
+            return flop_rate(g.peak_tflops[p] * 1e12) if p in g.peak_tflops else "-"
+
+        print(text_table(("GPU", "CC", "SMs", "DRAM", "FP32", "FP16 tensor (dense)"),
+                         [(g.name, g.cc, g.sms, bandwidth(g.bandwidth), peak(g, "fp32"),
+                           peak(g, "fp16")) for g in catalog().values()], align="numbers"))
     elif args.command == "grade":
         return _grade(args)
     elif args.command == "release":

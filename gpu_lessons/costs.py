@@ -22,8 +22,8 @@ import numbers
 from dataclasses import dataclass
 
 from . import _validate
-from ._format import html_table
-from ._format import ratio as _ratio
+from ._format import Table, binary_bytes
+from ._format import intensity as _intensity
 from ._format import si as _si
 from ._math import cdiv
 
@@ -41,8 +41,8 @@ def dtype_bytes(dtype: str) -> int:
     return DTYPE_BYTES[_validate.choice("dtype", dtype, DTYPE_BYTES)]
 
 
-@dataclass(frozen=True)
-class KernelCost:
+@dataclass(frozen=True, repr=False)
+class KernelCost(Table):
     """Work and traffic of one kernel: ``flops`` (FLOPs), ``bytes`` (bytes moved to/from DRAM),
     ``intensity = flops / bytes`` (FLOP/byte), ``notes`` (the model and its source) and
     ``parts`` (``(label, flops, bytes)`` rows that sum to the totals).
@@ -81,15 +81,19 @@ class KernelCost:
 
     def __repr__(self) -> str:
         return (f"KernelCost({self.name!r}, {_si(self.flops, 'FLOP')}, {_si(self.bytes, 'B')}, "
-                f"{_ratio(self.intensity)} FLOP/byte)")
+                f"{_intensity(self.intensity)})")
 
-    def _repr_html_(self) -> str:
+    def table(self):
+        """The total and each part: FLOPs, bytes and (for the total) FLOP/byte."""
         rows = [("total", _si(self.flops, "FLOP"), _si(self.bytes, "B"),
-                 f"{_ratio(self.intensity)} FLOP/byte")]
+                 _intensity(self.intensity))]
         rows += [(label, _si(f, "FLOP") if f else "–", _si(b, "B") if b else "–", "")
                  for label, f, b in self.parts]
+        return self.name, ("", "FLOPs", "bytes", "intensity"), rows
+
+    def _repr_html_(self) -> str:
         notes = f"<p><small>{html.escape(self.notes)}</small></p>" if self.notes else ""
-        return html_table(self.name, ("", "FLOPs", "bytes", "intensity"), rows) + notes
+        return super()._repr_html_() + notes
 
 
 # -- elementwise and reductions ------------------------------------------------------------------
@@ -112,7 +116,8 @@ def elementwise(n, *, flops_per_element=1, reads=1, writes=1, dtype="fp32",
     flops = _exact(f * n)
     return KernelCost(
         name, flops, (reads + writes) * n * s,
-        notes=f"{n:,} elements of {dtype} ({s} B): {f:g} FLOP, {reads} read(s) and "
+        notes=f"{n:,} elements of {dtype} ({binary_bytes(s)}): {_si(f, 'FLOP')}, {reads} read(s) "
+              f"and "
               f"{writes} write(s) per element",
         parts=(("arithmetic", flops, 0), ("reads", 0, reads * n * s),
                ("writes", 0, writes * n * s)))

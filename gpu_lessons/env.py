@@ -45,6 +45,8 @@ class Report:
         return "GPU mode" if self.gpu else "simulator mode"
 
     def lines(self) -> list[str]:
+        from ._format import binary_bytes
+
         out = [f"Python        {self.python} on {self.platform}",
                f"CPU           {self.cpu}, {self.cores} logical cores"]
         out += [f"{name:<14}{ver}" for name, ver in self.packages.items()]
@@ -52,7 +54,8 @@ class Report:
             g = self.gpu
             match = f" (catalog: {g.catalog_name})" if g.catalog_name else " (not in the catalog)"
             out.append(f"GPU           {g.name}, CC {g.cc}, {g.sms} SMs, "
-                       f"{g.memory_bytes / 2**30:.0f} GiB, L2 {g.l2_bytes / 2**20:.0f} MiB{match}")
+                       f"{binary_bytes(g.memory_bytes, ',.0f')}, "
+                       f"L2 {binary_bytes(g.l2_bytes, ',.0f')}{match}")
         else:
             out.append(f"GPU           none: {self.gpu_reason}")
         out.append(f"Mode          {self.mode}")

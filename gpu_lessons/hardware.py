@@ -163,7 +163,7 @@ class GPU(_format.Readout):
         Row = _format.Row
         return (Row("compute capability", self.cc), Row("SMs", self.sms),
                 Row("FP32 cores", self.fp32_cores),
-                Row("memory", f"{self.memory_gb:g} GB {self.memory_type}"),
+                Row("memory", f"{_format.memory_size(self.memory_gb * 1e9)} {self.memory_type}"),
                 Row("bandwidth", self.bandwidth, "B/s"), Row("L2", self.l2_bytes, "B"),
                 *(Row(f"peak {p} (dense)", v * 1e12, "FLOP/s") for p, v in self.peak_tflops.items()))
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from ._format import html_table, memory_size, si, text_table
+from ._format import binary_bytes, duration, html_table, memory_size, si, text_table
 from .hardware import GPU
 from .hardware import gpu as _lookup
 from .latency import DEFAULT_LATENCY_NS
@@ -168,7 +168,7 @@ def memory_ladder(gpu="H100") -> Ladder:
               "needed at the FP32 peak" if clock else "",
               "none: operands are read as the instruction issues",
               f"{cc.source}; 3 operands per FMA"),
-        Level("L1 / shared", f"__shared__ arrays (up to {cc.max_sm_shared // 1024} KiB per SM); "
+        Level("L1 / shared", f"__shared__ arrays (up to {binary_bytes(cc.max_sm_shared)} per SM); "
               "the rest is L1 for global, local and texture data",
               "shared: one block; L1: one SM", sram, None if sram is None else sram * g.sms,
               None if clock is None else shared_bandwidth(g.sms, clock),
@@ -186,7 +186,7 @@ def memory_ladder(gpu="H100") -> Ladder:
               f"{g.sources.get('l2_bytes', '')}; {V100_LATENCY_SOURCE}"),
         Level("DRAM", f"{g.memory_type}: global, local, constant and texture memory",
               "the whole GPU", None, round(g.memory_gb * 1e9), g.bandwidth, "datasheet",
-              f"≈ {DEFAULT_LATENCY_NS:g} ns under load{dram_cycles}",
+              f"≈ {duration(DEFAULT_LATENCY_NS * 1e-9)} under load{dram_cycles}",
               f"{g.sources.get('bandwidth_gbs', '')}; latency: course figure "
               "(gpu_lessons.latency.DEFAULT_LATENCY_NS)"),
     )

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, text_table
+from ._format import Readout, Row, duration, html_table, text_table
 from ._format import bandwidth as _bandwidth
 from .hardware import WARP_SIZE, measured
 
@@ -449,11 +449,11 @@ class Comparison:
                       for r in self.results]
 
     def __repr__(self) -> str:
-        return (f"Comparison on {self.gpu} (latency {self.latency_ns:g} ns, peak "
+        return (f"Comparison on {self.gpu} (latency {duration(self.latency_ns * 1e-9)}, peak "
                 f"{_bandwidth(self.peak_bandwidth)})\n" + text_table(*self._table()))
 
     def _repr_html_(self) -> str:
-        return html_table(f"Occupancy vs ILP on {self.gpu} (latency {self.latency_ns:g} ns)",
+        return html_table(f"Occupancy vs ILP on {self.gpu} (latency {duration(self.latency_ns * 1e-9)})",
                           *self._table())
 
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hardware
-from ._format import Readout, Row, binary_bytes, html_table, percent
+from ._format import Readout, Row, binary_bytes, exact_bytes, html_table, percent
 from ._math import cdiv, round_up
 from .hardware import WARP_SIZE
 
@@ -285,11 +285,12 @@ class Occupancy:
         if self.shared_mem_allocated == 0:
             how = "the kernel uses no shared memory"
         else:
-            how = (f"{self.shared_mem_per_block:,} B"
-                   + (f" + {reserved:,} B reserved" if reserved else "")
-                   + f", rounded up to {self.shared_mem_allocated:,} B/block "
-                     f"(unit {spec.shared_unit} B); SM capacity {binary_bytes(self.sm_shared_mem)} "
-                     f"({self._carveout_text()}) ÷ {self.shared_mem_allocated:,} B")
+            alloc = exact_bytes(self.shared_mem_allocated)
+            how = (exact_bytes(self.shared_mem_per_block)
+                   + (f" + {exact_bytes(reserved)} reserved" if reserved else "")
+                   + f", rounded up to {alloc}/block "
+                     f"(unit {exact_bytes(spec.shared_unit)}); SM capacity "
+                     f"{binary_bytes(self.sm_shared_mem)} ({self._carveout_text()}) ÷ {alloc}")
         rows.append(("shared memory", how))
         rows.append(("blocks", f"at most {spec.max_blocks_per_sm} resident blocks/SM on "
                                f"CC {self.cc}"))
@@ -298,7 +299,7 @@ class Occupancy:
     def _carveout_text(self) -> str:
         if self.carveout is None:
             return "default: the largest size"
-        return f"carveout {self.carveout} %"
+        return f"carveout {percent(self.carveout / 100)}"
 
     def _headline(self) -> str:
         where = f"{self.gpu} (CC {self.cc})" if self.gpu else f"CC {self.cc}"
@@ -310,7 +311,7 @@ class Occupancy:
 
     def __repr__(self) -> str:
         inputs = (f"{self.threads_per_block} threads/block, {self.registers_per_thread} "
-                  f"registers/thread, {self.shared_mem_per_block:,} B shared/block, "
+                  f"registers/thread, {exact_bytes(self.shared_mem_per_block)} shared/block, "
                   f"{self._carveout_text()}")
         lines = [f"Occupancy({inputs})", "  " + self._headline()]
         for name, _, blocks in self.explain():
@@ -408,15 +409,16 @@ def _note(spec: ComputeCapability, regs: int, c: dict, opt_in: bool, pct) -> str
     if bool(c["smem_fail"]):
         per_block, cap = int(c["per_block"]), int(c["block_cap"])
         if not opt_in and per_block <= spec.shared_per_block_optin + spec.reserved_shared_per_block:
-            notes.append(f"cannot launch: {per_block:,} B/block (with the reservation) is above "
-                         f"the {spec.shared_per_block // 1024} KB a block gets without opting in; "
+            notes.append(f"cannot launch: {exact_bytes(per_block)}/block (with the reservation) is "
+                         f"above the {binary_bytes(spec.shared_per_block)} a block gets without opting in; "
                          "raise cudaFuncAttributeMaxDynamicSharedMemorySize")
         else:
-            notes.append(f"cannot launch: {per_block:,} B/block (with the reservation) is above "
-                         f"the per-block maximum of {cap:,} B on CC {spec.cc}")
+            notes.append(f"cannot launch: {exact_bytes(per_block)}/block (with the reservation) is "
+                         f"above the per-block maximum of {exact_bytes(cap)} on CC {spec.cc}")
     if not notes and pct is not None and int(c["preferred"]) < int(c["per_block"]):
-        notes.append(f"the carveout preference ({pct} % → {binary_bytes(int(c['preferred']))}) cannot "
-                     f"hold one block, so the SM is given {binary_bytes(int(c['sm_shared']))} instead")
+        notes.append(f"the carveout preference ({percent(pct / 100)} → "
+                     f"{binary_bytes(int(c['preferred']))}) cannot hold one block, "
+                     f"so the SM is given {binary_bytes(int(c['sm_shared']))} instead")
     return "; ".join(notes)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _validate, system
-from ._format import Readout, Row, binary_bytes, html_table, percent, text_table
+from ._format import Readout, Row, Table, binary_bytes, exact_bytes, fixed, html_table, percent, text_table
 from .overlap_record import (
     BACKENDS,
     SCHEMA,
@@ -119,8 +119,8 @@ class OverlapMeasurement:
 
     def _rows(self):
         for p in self.points:
-            yield (binary_bytes(p.bucket_bytes), f"{p.n_buckets}", f"{p.total_us:,.1f} µs",
-                   f"{p.exposed_us:,.1f} µs", f"{p.slowdown_us:,.1f} µs", f"{p.tail_us:,.1f} µs")
+            yield (binary_bytes(p.bucket_bytes), f"{p.n_buckets}", fixed(p.total_us, 'µs'),
+                   fixed(p.exposed_us, 'µs'), fixed(p.slowdown_us, 'µs'), fixed(p.tail_us, 'µs'))
 
     _HEAD = ("bucket", "buckets", "step", "exposed (step − compute alone)",
              "compute slowed", "comm after compute")
@@ -130,16 +130,16 @@ class OverlapMeasurement:
         big = self.allreduce[-1]
         lines = [f"Overlap on {self.label}",
                  f"compute alone: {c.n_layers} GEMMs of {c.gemm_n}³ {c.dtype} = "
-                 f"{self.compute_us:,.1f} µs ({self.layer_us:,.1f} µs each, "
-                 f"{self.gemm_tflops:,.1f} TFLOP/s)",
-                 f"all-reduce of {binary_bytes(big.nbytes)}: {big.time_us:,.1f} µs, busbw "
-                 f"{big.busbw_gbs:,.1f} GB/s",
+                 f"{fixed(self.compute_us, 'µs')} ({fixed(self.layer_us, 'µs')} each, "
+                 f"{fixed(self.gemm_tflops, 'TFLOP/s')})",
+                 f"all-reduce of {binary_bytes(big.nbytes)}: {fixed(big.time_us, 'µs')}, busbw "
+                 f"{fixed(big.busbw_gbs, 'GB/s')}",
                  repr(self.contention), text_table(self._HEAD, self._rows())]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         return html_table(f"Overlap measured on {self.label}: compute alone "
-                          f"{self.compute_us:,.1f} µs, gradients "
+                          f"{fixed(self.compute_us, 'µs')}, gradients "
                           f"{binary_bytes(self.config.total_grad_bytes)}", self._HEAD,
                           self._rows())
 
@@ -171,7 +171,7 @@ def _from_raw(raw: dict) -> OverlapMeasurement:
         if any(p.get("nbytes") != nbytes for p in per_rank):
             raise ValueError(f"not an overlap record: all-reduce {i} is not {nbytes} bytes")
         allreduce.append(AllReducePoint(nbytes, world, _slowest(
-            [p["samples"] for p in per_rank], f"allreduce {nbytes} B samples")))
+            [p["samples"] for p in per_rank], f"allreduce {exact_bytes(nbytes)} samples")))
     points = []
     for i, cap in enumerate(config.bucket_bytes):
         per_rank = [_need(r, "overlap", "a rank")[i] for r in ranks]
@@ -347,7 +347,7 @@ def signed_percent(x: float | None) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class OverlapComparison:
+class OverlapComparison(Table):
     """Measured exposed communication beside the model's, per bucket size (module docstring)."""
 
     measurement: OverlapMeasurement
@@ -376,13 +376,13 @@ class OverlapComparison:
             size = len(point.buckets[0]) * m.config.grad_bytes_per_layer   # the first bucket
             near, res = min(self.fit.residuals, key=lambda sr: abs(np.log(sr[0] / size)))
             parts = [f"buckets of {binary_bytes(r.bucket_bytes)}: model "
-                     f"{r.predicted_us:,.1f} µs vs measured {r.measured_us:,.1f} µs "
+                     f"{fixed(r.predicted_us, 'µs')} vs measured {fixed(r.measured_us, 'µs')} "
                      f"({signed_percent(r.error)}); without SM sharing the model says "
-                     f"{r.predicted_no_sharing_us:,.1f} µs ({signed_percent(r.error_no_sharing)})",
-                     f"compute slowed by {r.measured_slowdown_us:,.1f} µs measured vs "
-                     f"{r.predicted_slowdown_us:,.1f} µs modelled; communication after the "
-                     f"compute {r.measured_tail_us:,.1f} µs measured vs "
-                     f"{r.predicted_tail_us:,.1f} µs modelled"]
+                     f"{fixed(r.predicted_no_sharing_us, 'µs')} ({signed_percent(r.error_no_sharing)})",
+                     f"compute slowed by {fixed(r.measured_slowdown_us, 'µs')} measured vs "
+                     f"{fixed(r.predicted_slowdown_us, 'µs')} modelled; communication after the "
+                     f"compute {fixed(r.measured_tail_us, 'µs')} measured vs "
+                     f"{fixed(r.predicted_tail_us, 'µs')} modelled"]
             if c.comm_slowdown is not None:
                 parts.append(f"the model runs every all-reduce at full speed, but beside the "
                              f"GEMMs they took {percent(c.comm_slowdown, signed=True)} longer (phase d)")
@@ -396,25 +396,28 @@ class OverlapComparison:
 
     def _rows(self):
         for r in self.rows:
-            yield (binary_bytes(r.bucket_bytes), f"{r.n_buckets}", f"{r.measured_us:,.1f} µs",
-                   f"{r.predicted_us:,.1f} µs", signed_percent(r.error),
-                   f"{r.predicted_no_sharing_us:,.1f} µs", signed_percent(r.error_no_sharing),
+            yield (binary_bytes(r.bucket_bytes), f"{r.n_buckets}", fixed(r.measured_us, 'µs'),
+                   fixed(r.predicted_us, 'µs'), signed_percent(r.error),
+                   fixed(r.predicted_no_sharing_us, 'µs'), signed_percent(r.error_no_sharing),
                    "yes" if r.within(self.tolerance) else "no")
 
     def _caption(self) -> str:
         return (f"Exposed communication on {self.measurement.label}: model with α = "
-                f"{self.fit.latency_us:,.2f} µs, B = {self.fit.busbw_gbs:,.1f} GB/s (fitted), "
-                f"compute {self.measurement.layer_us:,.1f} µs per layer, SM share taken by "
+                f"{fixed(self.fit.latency_us, 'µs', 2)}, B = {fixed(self.fit.busbw_gbs, 'GB/s')} "
+                f"(fitted), "
+                f"compute {fixed(self.measurement.layer_us, 'µs')} per layer, SM share taken by "
                 f"NCCL {percent(self.comm_sm_fraction)}; {self.agreeing} of {len(self.rows)} within "
                 f"{percent(self.tolerance)}")
 
+    def table(self):
+        """Per bucket size: measured and modelled exposed time, with and without SM sharing."""
+        return self._caption(), self._HEAD, list(self._rows())
+
     def __repr__(self) -> str:
-        return "\n".join([self._caption(), text_table(self._HEAD, self._rows()), *self.notes])
+        return "\n".join([super().__repr__(), *self.notes])
 
     def _repr_html_(self) -> str:
-        table = html_table(self._caption(), self._HEAD, self._rows())
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return table + notes
+        return super()._repr_html_() + "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
 
     def markdown(self) -> str:
         return _md_table(self._HEAD, self._rows())
@@ -496,7 +499,7 @@ def report_markdown(m: OverlapMeasurement) -> str:
     clocks = [k for k in clocks if k]
     if clocks:
         cond.append(("SM clock while timing", "; ".join(
-            f"rank {i}: {k['sm_mhz_min']:,}–{k['sm_mhz_max']:,} MHz, "
+            f"rank {i}: {k['sm_mhz_min']:,}–{fixed(k['sm_mhz_max'], 'MHz', 0)}, "
             f"{', '.join(k['reasons']) or 'no limit reason'}" for i, k in enumerate(clocks))))
     lines += [_md_table(("", ""), cond), ""]
     topo = meta.get("topology")
@@ -514,26 +517,26 @@ def report_markdown(m: OverlapMeasurement) -> str:
             lines += [f"The ring model could not be fitted: {exc}.", ""]
     if fit is not None:
         lines += [f"Ring model fitted on {binary_bytes(fit.fit_bytes[0])}–"
-                  f"{binary_bytes(fit.fit_bytes[1])}: α = {fit.latency_us:,.2f} µs per ring "
-                  f"step, B = {fit.busbw_gbs:,.1f} GB/s per GPU and direction.", ""]
-    rows = [(binary_bytes(p.nbytes), f"{p.time_us:,.1f} µs", f"{p.algbw_gbs:,.2f} GB/s",
-             f"{p.busbw_gbs:,.2f} GB/s",
+                  f"{binary_bytes(fit.fit_bytes[1])}: α = {fixed(fit.latency_us, 'µs', 2)} per ring "
+                  f"step, B = {fixed(fit.busbw_gbs, 'GB/s')} per GPU and direction.", ""]
+    rows = [(binary_bytes(p.nbytes), fixed(p.time_us, 'µs'), fixed(p.algbw_gbs, 'GB/s', 2),
+             fixed(p.busbw_gbs, 'GB/s', 2),
              "—" if fit is None else
-             f"{fit.time_us(p.nbytes):,.1f} µs ({signed_percent(fit.residual(p.nbytes))})")
+             f"{fixed(fit.time_us(p.nbytes), 'µs')} ({signed_percent(fit.residual(p.nbytes))})")
             for p in m.allreduce]
     lines += [_md_table(("size", "time", "algbw", "busbw (nccl-tests)", "ring model"), rows), ""]
 
     ct = m.contention
     lines += ["## Compute and contention", "",
-              f"{c.n_layers} GEMMs of {c.gemm_n}³ in {c.dtype}: {m.compute_us:,.1f} µs alone "
-              f"({m.layer_us:,.1f} µs each, {m.gemm_tflops:,.1f} TFLOP/s).  Beside "
+              f"{c.n_layers} GEMMs of {c.gemm_n}³ in {c.dtype}: {fixed(m.compute_us, 'µs')} alone "
+              f"({fixed(m.layer_us, 'µs')} each, {fixed(m.gemm_tflops, 'TFLOP/s')}).  Beside "
               f"{ct.count} back-to-back all-reduces of {binary_bytes(ct.allreduce_bytes)}: "
-              f"{ct.compute_us:,.1f} µs ({percent(ct.compute_slowdown, signed=True)}), "
+              f"{fixed(ct.compute_us, 'µs')} ({percent(ct.compute_slowdown, signed=True)}), "
               "so NCCL's kernels took "
               f"the equivalent of {percent(ct.comm_sm_fraction)} of the GPU from the GEMMs; each "
               "all-reduce took " + (
                   "— (none ended while the GEMMs ran)" if ct.comm_slowdown is None else
-                  f"{ct.allreduce_under_us:,.1f} µs instead of {ct.allreduce_alone_us:,.1f} µs "
+                  f"{fixed(ct.allreduce_under_us, 'µs')} instead of {fixed(ct.allreduce_alone_us, 'µs')} "
                   f"alone ({percent(ct.comm_slowdown, signed=True)})") + ".", ""]
 
     lines += ["## Bucketed all-reduce overlapped with the GEMMs", "",

@@ -27,7 +27,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._format import Readout, Row, percent
+from ._format import Readout, Row, binary_bytes, duration, exact_bytes, flop_rate, intensity, percent, si
 
 #: How close a numeric guess must be to count as "close": within this factor either way.
 CLOSE_FACTOR = 1.25
@@ -55,8 +55,8 @@ def _tensor_vs_fp32():
     from .hardware import gpu
     g = gpu("h100")
     fp16, fp32 = g.peak_flops("fp16"), g.peak_flops("fp32")
-    return fp16 / fp32, (f"{g.name}: dense FP16 tensor peak {fp16 / 1e12:.1f} TFLOP/s ÷ FP32 "
-                         f"peak {fp32 / 1e12:.1f} TFLOP/s (the catalog's datasheet figures)")
+    return fp16 / fp32, (f"{g.name}: dense FP16 tensor peak {flop_rate(fp16)} ÷ FP32 "
+                         f"peak {flop_rate(fp32)} (the catalog's datasheet figures)")
 
 
 #: The CPU core lesson 01 compares with: two AVX-512 FMA units × 16 FP32 lanes × 2 FLOPs per
@@ -69,9 +69,9 @@ def _sm_vs_core():
     g = gpu("h100")
     core = compute_peak(1, CPU_CORE["clock_hz"], CPU_CORE["flops_per_cycle"])
     sm = compute_peak(g.fp32_cores_per_sm, g.boost_mhz * 1e6, 2)
-    return sm / core, (f"one {g.name} SM: {g.fp32_cores_per_sm} lanes × {g.boost_mhz:,.0f} MHz × "
-                       f"2 = {sm / 1e9:,.0f} GFLOP/s; one CPU core: 64 FLOP/cycle × 3.0 GHz = "
-                       f"{core / 1e9:,.0f} GFLOP/s")
+    return sm / core, (f"one {g.name} SM: {g.fp32_cores_per_sm} lanes × {si(g.boost_mhz * 1e6, 'Hz', 4)} "
+                       f"× 2 = {flop_rate(sm)}; one CPU core: 64 FLOP/cycle × 3.0 GHz = "
+                       f"{flop_rate(core)}")
 
 
 def _parity_over_warp():
@@ -88,8 +88,8 @@ def _registers_or_l2():
     g = gpu("h100")
     regs = g.sms * compute_capability(g.cc).registers_per_sm * 4
     answer = "registers" if regs > g.l2_bytes else "L2"
-    return answer, (f"{g.name}: {g.sms} SMs × 256 KiB of registers = {regs / 2**20:.1f} MiB; "
-                    f"L2 = {g.l2_bytes / 2**20:.0f} MiB")
+    return answer, (f"{g.name}: {g.sms} SMs × 256 KiB of registers = {binary_bytes(regs, ',.1f')}; "
+                    f"L2 = {binary_bytes(g.l2_bytes, ',.0f')}")
 
 
 def _local_write_ratio():
@@ -107,7 +107,7 @@ def _local_write_ratio():
 
     wt, wb = to_l2("write-through"), to_l2("write-back")
     return wt / wb, (f"cache simulator, 16 KiB 4-way L1 with 32-byte sectors: write-through "
-                     f"sends {wt:,} B to L2, write-back {wb:,} B")
+                     f"sends {exact_bytes(wt)} to L2, write-back {exact_bytes(wb)}")
 
 
 def _stride4_sectors():
@@ -129,7 +129,7 @@ def _gemm_ridge_n():
         else:
             lo = mid + 1
     return lo, (f"costs.gemm: intensity 2N³ / (3N² × 2 B) = N/3 FLOP/byte reaches the A100 FP16 "
-                f"ridge of {roof.ridge_point:.0f} FLOP/byte at N = {lo:,}")
+                f"ridge of {intensity(roof.ridge_point)} at N = {lo:,}")
 
 
 def _first_limit():
@@ -158,7 +158,7 @@ def _fp16_tile():
         if i >= roof.ridge_point:
             return tile, (f"costs.gemm_tiled, 4096³ in FP16: the first T × T tile with intensity "
                           f"at or above the H100's FP16 ridge is T = {tile} "
-                          f"({i:.0f} FLOP/byte); T = 256 gives "
+                          f"({intensity(i)}); T = 256 gives "
                           f"{costs.gemm_tiled(n, n, n, tile=256, dtype='fp16').intensity:.0f}")
     return math.inf, "no tile up to the matrix size reaches the ridge"
 
@@ -172,7 +172,7 @@ def _launch_batch():
     fig = launch_figures("H200")
     b = (fig.launch_us - LAUNCH_KERNEL["fixed_us"]) / LAUNCH_KERNEL["per_item_us"]
     return b, (f"a kernel lasts as long as one launch when 2 µs + 0.05 µs × batch = "
-               f"{fig.launch_us:g} µs (the H200's launch cost): batch = {b:.0f}")
+               f"{duration(fig.launch_us * 1e-6)} (the H200's launch cost): batch = {b:.0f}")
 
 
 def _half_mfu_tokens():
@@ -182,8 +182,8 @@ def _half_mfu_tokens():
                               vocab_size=32000, n_heads=32, gated_mlp=True)
     peak = gpu("a100").peak_flops("bf16")
     tokens = 0.5 * 8 * peak / llama.training_per_token
-    return tokens, (f"0.5 × 8 GPUs × {peak / 1e12:.0f} TFLOP/s ÷ "
-                    f"{llama.training_per_token / 1e9:.1f} GFLOP per token (Llama-2-7B, 4096-token "
+    return tokens, (f"0.5 × 8 GPUs × {flop_rate(peak)} ÷ "
+                    f"{si(llama.training_per_token, 'FLOP')} per token (Llama-2-7B, 4096-token "
                     f"sequences, exact matmul count)")
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _validate
 from . import hardware as _hw
-from ._format import Readout, Row
+from ._format import Readout, Row, si
 
 #: Labels of the compute roofs, by the catalog's precision keys (see ``hardware.PRECISIONS``).
 COMPUTE_LABELS = {
@@ -88,7 +88,7 @@ def memory_roofs(gpu) -> tuple[Roof, ...]:
                 g.sources.get("bandwidth_gbs", ""))]
     if g.l2_bandwidth is not None:
         src = (f"{g.l2_bytes_per_clk} B/clk ({g.sources.get('l2_bytes_per_clk', '')}) × "
-               f"{g.boost_mhz:g} MHz ({g.sources.get('boost_mhz', '')})")
+               f"{si(g.boost_mhz * 1e6, 'Hz', 4)} ({g.sources.get('boost_mhz', '')})")
         out.append(Roof("l2", "L2", "memory", g.l2_bandwidth, src))
     return tuple(out)
 

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 
 from . import _validate
-from ._format import flop_rate, html_table, percent
+from ._format import binary_bytes, flop_rate, html_table, percent
 from .hardware import gpu as catalog_gpu
 
 RECORD = "data/h200_sgemm_ladder.json"
@@ -120,7 +120,7 @@ class SassCounts:
     kernels: tuple[tuple[str, int, int, int, int, int, int], ...]
 
     def _rows(self):
-        return [(name, f"{regs}", f"{local} B", f"{ins:,}", f"{ffma:,}", percent(ffma / ins),
+        return [(name, f"{regs}", binary_bytes(local), f"{ins:,}", f"{ffma:,}", percent(ffma / ins),
                  f"{lds} ({lds128})")
                 for name, regs, local, ins, ffma, lds, lds128 in self.kernels]
 

@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate
-from ._format import Readout, Row, html_table, percent, text_table
+from ._format import Readout, Row, duration, html_table, percent, text_table
 from .hardware import measured
 
 MODES = ("async", "sync", "graph")
@@ -285,20 +285,22 @@ class LaunchComparison:
 
     def _rows(self):
         for r in self.runs:
-            yield (r.mode, f"{r.step_us:,.1f} µs", f"{r.per_kernel_us:.2f} µs",
+            yield (r.mode, duration(r.step_us * 1e-6), duration(r.per_kernel_us * 1e-6),
                    percent(r.utilisation))
 
     _HEAD = ("mode", "step", "per kernel", "GPU busy")
 
     def __repr__(self) -> str:
         r0 = self.runs[0]
-        return (f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs (launch {r0.launch_us:g} µs, sync "
-                f"{r0.sync_us:g} µs, graph node {r0.graph_node_us:g} µs)\n"
+        us = {k: duration(getattr(r0, k) * 1e-6)
+              for k in ("kernel_us", "launch_us", "sync_us", "graph_node_us")}
+        return (f"{r0.n_kernels} kernels × {us['kernel_us']} (launch {us['launch_us']}, sync "
+                f"{us['sync_us']}, graph node {us['graph_node_us']})\n"
                 + text_table(self._HEAD, self._rows()))
 
     def _repr_html_(self) -> str:
         r0 = self.runs[0]
-        return html_table(f"{r0.n_kernels} kernels × {r0.kernel_us:g} µs", self._HEAD,
+        return html_table(f"{r0.n_kernels} kernels × {duration(r0.kernel_us * 1e-6)}", self._HEAD,
                           self._rows())
 
 

@@ -108,7 +108,7 @@ def matrix_traversal(rows, cols, element_bytes=4, order="row", *, base=0) -> Tra
     idx = i * cols + j
     if order == "column":
         idx = idx.T
-    return _loads(f"{order}-major traversal of {rows}×{cols} × {e} B",
+    return _loads(f"{order}-major traversal of {rows}×{cols} × {binary_bytes(e)}",
                   base + idx.ravel() * e, e)
 
 
@@ -118,7 +118,7 @@ def strided(count, stride, element_bytes=4, *, base=0) -> Trace:
     stride = _validate.integer("stride", stride, low=0)
     e, base = _elem(element_bytes), _base(base)
     k = np.arange(count, dtype=np.int64)
-    return _loads(f"stride-{stride} loads of {e} B", base + k * stride * e, e)
+    return _loads(f"stride-{stride} loads of {binary_bytes(e)}", base + k * stride * e, e)
 
 
 def random_access(count, footprint_bytes, element_bytes=4, *, seed=0, base=0) -> Trace:
@@ -129,7 +129,7 @@ def random_access(count, footprint_bytes, element_bytes=4, *, seed=0, base=0) ->
     seed = _validate.integer("seed", seed, low=0)
     base = _base(base)
     idx = np.random.default_rng(seed).integers(0, footprint // e, size=count, dtype=np.int64)
-    return _loads(f"random loads of {e} B over {binary_bytes(footprint)}", base + idx * e, e)
+    return _loads(f"random loads of {binary_bytes(e)} over {binary_bytes(footprint)}", base + idx * e, e)
 
 
 def field_access(n, n_fields=4, fields=(0,), layout="aos", field_bytes=4, *, base=0) -> Trace:
@@ -181,7 +181,7 @@ def transpose(rows, cols=None, element_bytes=4, tile=None, *, src_base=0,
         label = f"{t}×{t} tiles"
     load = src_base + (i * cols + j) * e
     store = dst_base + (j * rows + i) * e
-    return _interleave(f"transpose {rows}×{cols} × {e} B, {label}", [load, store],
+    return _interleave(f"transpose {rows}×{cols} × {binary_bytes(e)}, {label}", [load, store],
                        [False, True], e)
 
 
@@ -198,7 +198,7 @@ def stencil_1d(n, radius=1, element_bytes=4, *, src_base=0, dst_base=None) -> Tr
     _check_size((n - 2 * r) * (2 * r + 2))
     i = np.arange(r, n - r, dtype=np.int64)
     cols = [src_base + (i + d) * e for d in range(-r, r + 1)] + [dst_base + i * e]
-    return _interleave(f"1-D stencil, radius {r}, {n} × {e} B", cols,
+    return _interleave(f"1-D stencil, radius {r}, {n} × {binary_bytes(e)}", cols,
                        [False] * (2 * r + 1) + [True], e)
 
 
@@ -225,7 +225,7 @@ def stencil_2d(rows, cols, radius=1, element_bytes=4, *, src_base=0, dst_base=No
                + [(d, 0) for d in range(1, r + 1)])
     streams = [src_base + ((i + di) * cols + (j + dj)) * e for di, dj in offsets]
     streams.append(dst_base + (i * cols + j) * e)
-    return _interleave(f"2-D {4 * r + 1}-point stencil, {rows}×{cols} × {e} B", streams,
+    return _interleave(f"2-D {4 * r + 1}-point stencil, {rows}×{cols} × {binary_bytes(e)}", streams,
                        [False] * len(offsets) + [True], e)
 
 
@@ -273,7 +273,7 @@ def gemm(n, tile=None, element_bytes=4, *, a_base=0, b_base=None, c_base=None) -
     writes = np.zeros(events.shape, bool)
     writes[:, -1] = True
     label = "naive" if t == n else f"{t}×{t} tiles"
-    return Trace(f"GEMM {n}×{n}×{n} × {e} B, {label}", events[keep], writes[keep], e)
+    return Trace(f"GEMM {n}×{n}×{n} × {binary_bytes(e)}, {label}", events[keep], writes[keep], e)
 
 
 # -- why 128-byte lines ---------------------------------------------------------------------------
@@ -334,7 +334,7 @@ class LineSizeSweep:
                 "conflict", "bytes fetched", "× footprint", "bytes written"]
         rows = [head]
         for p, ratio in zip(self.points, self.traffic_ratio, strict=True):
-            rows.append([f"{p.line_bytes} B", f"{p.sets} × {p.ways}",
+            rows.append([binary_bytes(p.line_bytes), f"{p.sets} × {p.ways}",
                          f"{percent(p.hit_rate)}", f"{p.misses:,}", f"{p.compulsory:,}",
                          f"{p.capacity:,}", f"{p.conflict:,}", binary_bytes(p.bytes_from_next),
                          f"{ratio:.2f}", binary_bytes(p.bytes_to_next)])

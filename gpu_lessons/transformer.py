@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from ._format import Readout, Row, html_table
+from ._format import Readout, Row, Table
 from ._format import percent as _pct
 from ._format import si as _si
 
@@ -89,8 +89,8 @@ def _heads(d_model: int, n_heads, n_kv_heads, head_dim) -> tuple[int, int, int]:
 
 # -- exact FLOP count ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TransformerFlops:
+@dataclass(frozen=True, repr=False)
+class TransformerFlops(Table):
     """Matmul FLOPs of one step of a pre-LN GPT, per component, summed over layers (forward).
 
     ``forward``, ``backward`` (= 2 x forward), ``training`` (= 3 x forward) and
@@ -204,23 +204,24 @@ class TransformerFlops:
                 f"with recomputation {_si(self.training_recompute, 'FLOP')}; "
                 f"{_si(self.training_per_token, 'FLOP')}/token for training")
 
-    def _repr_html_(self) -> str:
+    def table(self):
+        """Each matmul's FLOPs and share of the forward pass, then forward, backward and
+        training."""
         fwd = self.forward
         shares = self.shares
         rows = [(COMPONENT_LABELS[c], FORMULAS[c], _si(v, "FLOP"), _pct(shares[c]))
                 for c, v in self.components.items()]
         rows += [
-            ("<b>forward</b>", "sum", f"<b>{_si(fwd, 'FLOP')}</b>", _pct(1)),
+            ("forward", "sum", _si(fwd, "FLOP"), _pct(1)),
             ("backward", "2 × forward", _si(self.backward, "FLOP"), _pct(2)),
-            ("<b>training (MFU)</b>", "3 × forward", f"<b>{_si(self.training, 'FLOP')}</b>",
-             _pct(3)),
+            ("training (MFU)", "3 × forward", _si(self.training, "FLOP"), _pct(3)),
             ("training with full recomputation (HFU)", "+ forward of the layers",
              _si(self.training_recompute, "FLOP"), _pct(self.training_recompute / fwd)),
             ("training per token", "training / (b·s)", _si(self.training_per_token, "FLOP"),
              ""),
         ]
-        return html_table(f"Matmul FLOPs per step: {self._shape()}",
-                          ("component", "formula", "FLOPs", "% of forward"), rows, escape=False)
+        return (f"Matmul FLOPs per step: {self._shape()}",
+                ("component", "formula", "FLOPs", "% of forward"), rows)
 
 
 def transformer_flops(batch, seq_len, d_model, n_layers, d_ff, vocab_size, n_heads,
@@ -418,8 +419,8 @@ def palm_flops_per_token(n_params, n_layers, n_heads, head_dim, seq_len) -> floa
     return 6.0 * n + 12.0 * L * H * Q * T
 
 
-@dataclass(frozen=True)
-class EstimateComparison:
+@dataclass(frozen=True, repr=False)
+class EstimateComparison(Table):
     """6N and 6N + 12·L·H·Q·T against the exact count, training FLOPs per token, vs seq_len."""
 
     seq_lens: tuple[int, ...]
@@ -445,16 +446,16 @@ class EstimateComparison:
                 f"{self.seq_lens[-1]}: 6N off by up to {_pct(worst6, signed=True)}, "
                 f"6N + 12·L·H·Q·T by up to {_pct(worstp, signed=True)})")
 
-    def _repr_html_(self) -> str:
+    def table(self):
+        """Per sequence length: the exact count, 6N and 6N + 12·L·H·Q·T with their errors."""
         rows = [(s, _si(x, "FLOP"), _si(a, "FLOP"), _pct(ea, signed=True), _si(p, "FLOP"),
                  _pct(ep, signed=True))
                 for s, x, a, ea, p, ep in zip(self.seq_lens, self.exact, self.six_n,
                                               self.six_n_error, self.palm, self.palm_error,
                                               strict=True)]
         what = "incl. LM head" if self.include_lm_head else "non-embedding"
-        return html_table(f"Training FLOPs per token (N = {self.n_params:,}, {what})",
-                          ("seq_len", "exact", "6N", "error", "6N + 12·L·H·Q·T", "error"), rows,
-                          escape=False)
+        return (f"Training FLOPs per token (N = {self.n_params:,}, {what})",
+                ("seq_len", "exact", "6N", "error", "6N + 12·L·H·Q·T", "error"), rows)
 
 
 def compare_estimates(seq_lens, *, d_model, n_layers, d_ff, vocab_size, n_heads,

@@ -19,6 +19,8 @@ from gpu_lessons._format import (
     bandwidth,
     binary_bytes,
     duration,
+    exact_bytes,
+    fixed,
     flop_rate,
     html_table,
     memory_size,
@@ -26,6 +28,7 @@ from gpu_lessons._format import (
     ratio,
     si,
     text_table,
+    tolerance,
 )
 
 
@@ -65,6 +68,28 @@ def test_percent_by_hand(fraction, text):
 def test_signed_percent_and_rounding_noise(fraction, text):
     # a change shows its sign; float noise from a subtraction (1e-16) is zero, not "3.3e-14 %"
     assert percent(fraction, signed=True) == text
+
+
+@pytest.mark.parametrize(("nbytes", "text"), [(0, "0 B"), (128, "128 B"), (49152, "49,152 B"),
+                                              (123904, "123,904 B")])
+def test_exact_bytes_by_hand(nbytes, text):
+    # to the byte: 123,904 B is 121 KiB, which binary_bytes would write instead
+    assert exact_bytes(nbytes) == text
+
+
+@pytest.mark.parametrize(("value", "unit", "decimals", "text"), [
+    (1600, "µs", 1, "1,600.0 µs"), (123.456, "GB/s", 2, "123.46 GB/s"),
+    (0.04, "µs", 1, "0.0 µs"), (1980, "MHz", 0, "1,980 MHz")])
+def test_fixed_by_hand(value, unit, decimals, text):
+    # one fixed decimal keeps a measured and a modelled time comparable digit for digit
+    assert fixed(value, unit, decimals) == text
+
+
+@pytest.mark.parametrize(("rtol", "text"), [(0.005, "0.5 %"), (0.01, "1 %"), (0.03, "3 %"),
+                                            (1e-4, "0.01 %"), (1e-9, "1e-07 %")])
+def test_tolerance_by_hand(rtol, text):
+    # 1e-9 of the expected value is 1e-7 %: a tolerance is never rounded to "0 %" as noise is
+    assert tolerance(rtol) == text
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.1666, "0.167"), (61.34, "61.3"),

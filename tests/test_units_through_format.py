@@ -29,14 +29,8 @@ _UNIT = re.compile(r"(?P<space>\s?)(?P<unit>"
                    + r")(?![\w/])")
 _NUMBER_SPEC = re.compile(r"[,_]|\.\d|[deEfFgGn%]$")
 
-#: Where numbers may still be formatted by hand, for now.  ``_format`` is the one place they
-#: belong; the rest is work in progress, to be moved to ``_format`` and struck off here: the
-#: capstone and the top-level models.
-ALLOWED = ("gpu_lessons/_format.py", "gpu_lessons/capstone/",
-           *(f"gpu_lessons/{m}.py" for m in (
-               "allocator", "assignments", "cache", "checks", "cli", "costs", "env", "hardware",
-               "ladder", "latency", "occupancy", "overlap",
-               "predict", "roofline", "sgemm_record", "system", "traces")))
+#: Where numbers may be formatted by hand: ``_format``, the one place they belong.
+ALLOWED = ("gpu_lessons/_format.py",)
 
 
 def _spec_text(field: ast.FormattedValue) -> str:

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from .. import _validate, latency, memory
 from .. import hardware as _hw
-from .._format import duration, html_table, si, text_table
+from .._format import bandwidth, duration, exact_bytes, html_table, si, text_table
+from .._format import intensity as _intensity
 from .._format import percent as _pct
 from .._format import ratio as _ratio
 from ..occupancy import Occupancy, occupancy
@@ -145,8 +146,8 @@ class Evidence:
         """(tool, reading) pairs, every number with its unit."""
         r = [("time per run", f"{duration(self.seconds)} "
                               f"({'measured' if self.measured else 'model-derived'})"),
-             ("roofline", f"intensity {_ratio(self.intensity)} FLOP/byte vs ridge "
-                          f"{_ratio(self.ridge_point)} FLOP/byte ({self.precision}) → "
+             ("roofline", f"intensity {_intensity(self.intensity)} vs ridge "
+                          f"{_intensity(self.ridge_point)} ({self.precision}) → "
                           f"{self.roofline_side} by intensity"),
              ("FLOP/s", f"{si(self.achieved_flops, 'FLOP/s')} = {_pct(self.flop_fraction)} of "
                         f"{si(self.peak_flops, 'FLOP/s')}")]
@@ -157,13 +158,13 @@ class Evidence:
         else:
             r.append(("SM throughput", f"no instruction mix: at least {_pct(self.flop_fraction)}"
                                        " (the FLOP fraction)"))
-        r += [("useful bandwidth", f"{self.useful_bandwidth / 1e9:,.0f} GB/s"),
-              ("DRAM", f"{self.dram_bytes / self.seconds / 1e9:,.0f} GB/s moved = "
-                       f"{_pct(self.dram_fraction)} of {self.bandwidth / 1e9:,.0f} GB/s")]
+        r += [("useful bandwidth", bandwidth(self.useful_bandwidth)),
+              ("DRAM", f"{bandwidth(self.dram_bytes / self.seconds)} moved = "
+                       f"{_pct(self.dram_fraction)} of {bandwidth(self.bandwidth)}")]
         for label, sectors, requested in self.global_sectors:
             r.append((f"sectors: {label}", f"{sectors} sectors/request "
-                                           f"({sectors * memory.SECTOR_BYTES} B moved for "
-                                           f"{requested} B requested)"))
+                                           f"({exact_bytes(sectors * memory.SECTOR_BYTES)} moved "
+                                           f"for {exact_bytes(requested)} requested)"))
         if self.global_sectors:
             r.append(("traffic factor", f"{self.traffic_factor:.3g}× the useful bytes"))
         for label, wf, count in self.shared_wavefronts:
@@ -364,12 +365,12 @@ class Diagnosis:
 
 def _compute_bound(k: MysteryKernel, ev: Evidence) -> tuple[str, str, str]:
     """``(limiter, reason, route)`` of a compute-bound kernel: the SM's busiest unit."""
-    side = (f"intensity {_ratio(ev.intensity)} FLOP/byte against the ridge "
+    side = (f"intensity {_intensity(ev.intensity)} against the ridge "
             f"{_ratio(ev.ridge_point)}")
     if ev.sm is None:
         at_roof = k.precision in ("fp16", "bf16", "fp8")
         return (COMPUTE_LABELS[k.precision],
-                f"{_pct(ev.flop_fraction)} of the {k.precision} FLOP roof ({side})",
+                f"{_pct(ev.flop_fraction)} of the {k.precision!s} FLOP roof ({side})",
                 _ROUTES["compute-bound", "at roof" if at_roof else "roof"])
     busiest = ev.sm.busiest
     if busiest == "tensor":
@@ -405,7 +406,7 @@ def diagnose(kernel) -> Diagnosis:
         reason = (f"DRAM moves {top} of its peak" +
                   (f", but {ev.traffic_factor:.3g}× the useful bytes: the sectors fetched are "
                    "mostly unused" if wasted else
-                   f" at intensity {_ratio(ev.intensity)} FLOP/byte, far below the ridge "
+                   f" at intensity {_intensity(ev.intensity)}, far below the ridge "
                    f"{_ratio(ev.ridge_point)}"))
     else:
         route = _ROUTES["latency-bound", limiter]

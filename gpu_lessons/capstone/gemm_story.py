@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .. import _validate, costs
 from .. import hardware as _hw
 from .._format import Readout, Row, duration, html_table, si, text_table
+from .._format import intensity as _intensity
 from .._format import ratio as _ratio
 from ..costs import KernelCost
 from ..roofline import Roofline
@@ -61,7 +62,7 @@ class Story:
         for s in self.steps:
             speed = "—" if prev is None else f"{prev / s.seconds:.3g}×"
             meas = duration(s.measured_seconds) if s.measured_seconds else "—"
-            yield (s.name, s.change, f"{_ratio(s.cost.intensity)} FLOP/byte",
+            yield (s.name, s.change, _intensity(s.cost.intensity),
                    f"{_ratio(s.ridge_point)} ({s.precision})", s.bound, duration(s.seconds),
                    si(s.flops_per_s, "FLOP/s"), speed, meas)
             prev = s.seconds

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import _validate, costs, memory, system
+from .._format import duration
 from ..costs import KernelCost
 from .kernel import Launch, MysteryKernel, WarpAccess
 from .measured import measured, source
@@ -389,7 +390,7 @@ _FUSED_SASS = {"lsu": 3, "int": 16, "uniform": 6, "constant": 5, "fp32": 15, "xu
 
 
 def _launch_text(fig) -> str:
-    return (f"launch {fig.launch_us:g} µs and sync {fig.sync_us:g} µs from "
+    return (f"launch {duration(fig.launch_us * 1e-6)} and sync {duration(fig.sync_us * 1e-6)} from "
             "gpu_lessons.system.LAUNCH_FIGURES['H200'] (measured on an H200)")
 
 
@@ -441,7 +442,7 @@ torch.cuda.synchronize()""",
         measured=False,
         time_source=("model-derived: gpu_lessons.system.kernel_sequence (launches back to back, "
                      f"one sync at the end; {_launch_text(fig)}); each kernel "
-                     f"{per_kernel * 1e6:.2f} µs of GPU work, its 8 MiB at the measured "
+                     f"{duration(per_kernel)} of GPU work, its 8 MiB at the measured "
                      "4,205 GB/s"),
         instructions=InstructionMix.per_thread(
             n, counts, source=_SASS + " (nine kernels like y = x * s, one tanhf)"),
@@ -449,7 +450,7 @@ torch.cuda.synchronize()""",
         launch_overhead_s=fig.launch_us * 1e-6,
         fix=("launch less: fuse the ten operations into one kernel (one read of x, one write of "
              "y, one launch), or capture the chain in a CUDA graph (one launch, then "
-             f"{fig.graph_node_us:g} µs per kernel on the GPU)"),
+             f"{duration(fig.graph_node_us * 1e-6)} per kernel on the GPU)"),
         after=_fused_chain())
 
 

@@ -424,3 +424,14 @@ def test_every_model_has_notes_and_a_name():
         assert k.name and k.notes
         assert math.isfinite(k.intensity)
     assert set(costs.DTYPE_BYTES) >= {"fp32", "fp16", "bf16", "fp8"}
+
+
+def test_kernel_cost_table_rows_say_each_part_by_hand():
+    # axpy over 10^6 FP32 elements: 2 FLOPs each = 2 MFLOP; reads x and y, 2 x 4 B = 8 MB;
+    # writes y, 4 MB; 2 / 12 = 0.167 FLOP/byte
+    caption, header, rows = costs.axpy(10**6).table()
+    assert caption == "axpy" and header == ("", "FLOPs", "bytes", "intensity")
+    assert rows == [("total", "2 MFLOP", "12 MB", "0.167 FLOP/byte"),
+                    ("arithmetic", "2 MFLOP", "–", ""), ("reads", "–", "8 MB", ""),
+                    ("writes", "–", "4 MB", "")]
+    assert repr(costs.axpy(10**6)) == "KernelCost('axpy', 2 MFLOP, 12 MB, 0.167 FLOP/byte)"

@@ -566,3 +566,29 @@ def test_other_functions_reject_bad_input():
         six_n_flops_per_token(-1)
     with pytest.raises(ValueError, match="hardware_flops_per_s"):
         utilization(1e12, gpu="h100", hardware_flops_per_s=1e11)
+
+
+def test_breakdown_table_rows_by_hand():
+    # b = 1, s = 2, h = 4, one layer, i = 8, V = 10, one head: QKV 2·2·4·12 = 192, output
+    # projection 2·2·4·4 = 64, scores and ·V 2·4·4 = 32 each, MLP up and down 2·2·4·8 = 128
+    # each, logits 2·2·4·10 = 160: forward 736; training 3 × 736 = 2,208; recomputing the
+    # layers' forward (736 - 160 = 576) gives 2,784; per token 2,208 / 2 = 1,104
+    caption, header, rows = transformer_flops(1, 2, 4, 1, 8, 10, 1).table()
+    assert caption.startswith("Matmul FLOPs per step: batch=1, seq_len=2")
+    assert header == ("component", "formula", "FLOPs", "% of forward")
+    by = {r[0]: r[2:] for r in rows}
+    assert by["QKV projections"] == ("192 FLOP", "26.1 %")          # 192 / 736
+    assert by["LM-head logits"] == ("160 FLOP", "21.7 %")
+    assert by["forward"] == ("736 FLOP", "100 %")
+    assert by["training (MFU)"] == ("2.21 kFLOP", "300 %")
+    assert by["training with full recomputation (HFU)"] == ("2.78 kFLOP", "378 %")
+    assert by["training per token"] == ("1.1 kFLOP", "")
+
+
+def test_estimate_table_rows_say_six_n():
+    # 6N for N = 85,056,000 is 510.3 MFLOP per token
+    cmp_ = compare_estimates([1024], d_model=768, n_layers=12, d_ff=3072, vocab_size=50257,
+                             n_heads=12)
+    caption, header, rows = cmp_.table()
+    assert "N = 85,056,000" in caption and header[2] == "6N"
+    assert rows[0][0] == 1024 and rows[0][2] == "510 MFLOP"

@@ -501,3 +501,15 @@ def test_environment_is_put_back(monkeypatch):
     with multigpu.environment({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": "/tmp/x.%p"}):
         assert os.environ["NCCL_DEBUG"] == "INFO" and os.environ["NCCL_DEBUG_FILE"] == "/tmp/x.%p"
     assert os.environ["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_FILE" not in os.environ
+
+
+def test_comparison_table_rows_name_each_bucket_and_its_times(m):
+    # the fixture's buckets are 32, 64 and 256 MiB; each row gives the measured exposed time
+    # (step − compute alone) to 0.1 µs beside the model's, and says whether they agree
+    caption, head, rows = overlap_model.compare_overlap(m).table()
+    assert caption.startswith(f"Exposed communication on {m.label}")
+    assert head[0] == "bucket" and head[2] == "measured exposed" and head[-1] == "within"
+    assert [r[0] for r in rows] == ["32 MiB", "64 MiB", "256 MiB"]
+    for r, p in zip(rows, m.points, strict=True):
+        assert r[2] == f"{p.total_us - m.compute_us:,.1f} µs"
+        assert r[3].endswith(" µs") and r[-1] in ("yes", "no")

@@ -39,11 +39,15 @@ def main():
     record = json.loads((ROOT / record_path).read_text())
     atomics = json.loads((ROOT / "tests/data/h200_perf_atomics.json").read_text())
     values = calibration.derive(record, gpu="H200", atomics=atomics)
+    values.update(calibration.derive_writeback(
+        json.loads((ROOT / "tests/data/h200_l2_writeback.json").read_text())))
     text = HEADER + calibration.toml_table(values, "H200", record_path,
                                            record["runs"][0]["when"],
                                            "tools/device/perf_calibration.py (both parts), "
                                            "tools/device/perf_atomics.py "
-                                           "(tests/data/h200_perf_atomics.json)")
+                                           "(tests/data/h200_perf_atomics.json), "
+                                           "tools/device/l2_writeback.py "
+                                           "(tests/data/h200_l2_writeback.json)")
     runs = json.loads((ROOT / "tests/data/h200_perf_validation.json").read_text())
     spec = importlib.util.spec_from_file_location(
         "perf_calibration", ROOT / "tools" / "device" / "perf_calibration.py")

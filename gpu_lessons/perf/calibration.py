@@ -66,6 +66,7 @@ class Constants:
     barrier_s: float = 0.0        # one barrier of an 8-warp block, one block per SM
     block_s: tuple = field(default=())  # ((threads per block, seconds per block per SM), ...)
     overlap_p: float = 1.0        # see overlap_exponent
+    l2_dirty_exit_bytes: float = 0.0  # L2 bytes of the last traffic a kernel leaves unwritten
 
 
 def overlap_exponent(curve, sms: int, latency: float) -> float:
@@ -168,6 +169,37 @@ def derive_atomics(record: dict, launch_device_s: float) -> dict:
     units = sorted((case["counts"]["lines"], net("global_words32") / net(name))
                    for name, case in c.items() if name.startswith("global_words"))
     return {"atomic_line_units": tuple(units)}
+
+
+def derive_writeback(record: dict) -> dict:
+    """``{"l2_dirty_exit_bytes": C}`` from tools/device/l2_writeback.py's record.
+
+    When a kernel ends, the L2 still holds the last ``C`` bytes of its traffic; the written
+    ones among them (a share ``W / T`` of a kernel that writes ``W`` bytes in ``T`` bytes of
+    traffic) reach DRAM only after the kernel, so ncu counts ``W - min(W, C W / T)``
+    (:func:`written_back`).  ``C``: the median over the copies (``T = 2 W``) that wrote well
+    beyond it (less than 90 % of their bytes stayed dirty).  A kernel that only writes keeps
+    less than ``C`` (the record's ``probe_fill`` launches): the share is a simplification."""
+    est = []
+    for r in record["runs"]:
+        w, rd = r["bytes_written"], r["bytes_read"]
+        kept = w - r["dram__bytes_write.sum"]
+        if w and rd == w and kept < 0.9 * w:
+            est.append(kept * (rd + w) / w)
+    if not est:
+        raise ValueError("the write-back record has no copy that wrote beyond the L2")
+    est.sort()
+    mid = len(est) // 2
+    return {"l2_dirty_exit_bytes": est[mid] if len(est) % 2 else (est[mid - 1] + est[mid]) / 2}
+
+
+def written_back(read: float, write: float, dirty_exit: float, loaded: float = 0.0) -> float:
+    """DRAM bytes a kernel writes within itself: ``write`` distinct bytes written, ``read``
+    distinct bytes read, ``loaded`` bytes its loads ask of L2 (re-reads sweep the L2 too),
+    with ``dirty_exit`` (:attr:`Constants.l2_dirty_exit_bytes`) left in L2 at its end."""
+    if write <= 0:
+        return 0.0
+    return write - min(write, dirty_exit * write / (max(read, loaded) + write))
 
 
 def datasheet(g) -> dict:

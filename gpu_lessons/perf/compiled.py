@@ -38,14 +38,31 @@ def shared_widths(sass) -> dict[str, float]:
     return out
 
 
+#: (CUDA translation, exact) -> facts: the same source compiles to the same SASS
+_SEEN: dict = {}
+
+
 def facts(kernel, args, *, exact: bool = True) -> tuple[int, dict[str, float]]:
     """``(registers per thread, shared_widths)`` of ``kernel``'s translation at ``args``,
     compiled for sm_90 as ``run_on_gpu`` builds it (``exact``: ``-fmad=false``).  Raises
-    RuntimeError without NVRTC; without ``nvdisasm`` the widths are 1."""
+    RuntimeError without NVRTC; without ``nvdisasm`` the widths are 1.  A translation
+    compiled before is not compiled again."""
     from ..kernels import compile as toolchain_compile
+    from ..kernels.cuda_c import to_cuda
 
+    try:
+        key = (str(to_cuda(kernel, *args)), bool(exact))
+    except Exception:  # no translation: the toolchain's own error below says why
+        key = None
+    if key in _SEEN:
+        return _SEEN[key][0], dict(_SEEN[key][1])
     ck = toolchain_compile(kernel, *args, arch="sm_90", exact=exact)
-    return int(ck.registers), shared_widths(ck.sass or ())
+    out = int(ck.registers), shared_widths(ck.sass or ())
+    if key is not None:
+        if len(_SEEN) >= 256:
+            _SEEN.clear()
+        _SEEN[key] = out
+    return out
 
 
 def registers(kernel, args, *, exact: bool = True) -> int:

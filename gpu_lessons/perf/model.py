@@ -406,6 +406,7 @@ def _predict(kernel, grid, block, args, gpu, exact, registers, max_blocks, time_
                           overhead, evidence, tuple(notes), k.measured, exact)
     internals = {"sample": s, "occupancy": occ, "registers": registers, "cold_read": cold_read,
                  "cold_write": cold_write, "l2_sectors": l2_sectors, "in_l2": in_l2,
+                 "l2_load_sectors": load_sectors,
                  "per_sm": per_sm, "resident": resident, "constants": k,
                  "load_latency": latency_mem}
     return pred, internals

@@ -11,7 +11,9 @@ What the names mean here (docs/performance_model.md says how close each comes to
 
 * ``dram__bytes_read.sum`` / ``dram__bytes_write.sum``: distinct 64-byte blocks read and
   32-byte sectors written, as ncu sees them with its default cache control (caches flushed
-  before the kernel, so every input comes from DRAM);
+  before the kernel, so every input comes from DRAM), less the written bytes still dirty in
+  L2 when the kernel ends (:func:`~gpu_lessons.perf.calibration.written_back`, with the
+  measured ``l2_dirty_exit_bytes``: ncu does not count them);
 * ``lts__t_sectors_srcunit_tex.sum``: sectors L1 asks of L2: each block's distinct load
   sectors (its re-reads hit L1), every store and atomic sector;
 * ``l1tex__data_pipe_lsu_wavefronts_mem_shared.sum``,
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 from .._format import bandwidth, binary_bytes, duration, percent, si
 from .._math import cdiv
+from .calibration import written_back
 from .model import _predict
 
 SECTIONS = ("GPU Speed Of Light Throughput", "Memory Workload Analysis",
@@ -91,7 +94,8 @@ def _report(pred, x, exact) -> Profile:
     metrics = {
         "gpu__time_duration.sum": kernel_s * 1e9,
         "dram__bytes_read.sum": x["cold_read"],
-        "dram__bytes_write.sum": x["cold_write"],
+        "dram__bytes_write.sum": written_back(x["cold_read"], x["cold_write"],
+                                              k.l2_dirty_exit_bytes, x["l2_load_sectors"] * 32),
         "lts__t_sectors_srcunit_tex.sum": x["l2_sectors"],
         "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum":
             total(lambda b: b.stats.get("ld.global.sectors", 0.0)),

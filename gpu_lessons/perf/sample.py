@@ -203,6 +203,18 @@ def _truncating(kernel, loops: _Loops):
     return new
 
 
+def _written_arrays(kernel, args) -> set | None:
+    """The array parameters the kernel's CUDA translation writes (the others are ``const``
+    there); None where it has no translation."""
+    from ..kernels.cuda_c import to_cuda
+
+    try:
+        src = to_cuda(kernel, *args)
+    except Exception:  # no translation: every array is copied
+        return None
+    return {p.name for p in src.params if p.kind == "array" and p.written}
+
+
 def sample(kernel, grid, block, *args, max_blocks: int = 8, time_budget: float = 4.0,
            max_instructions: int = 3_000_000) -> Sample:
     """Simulate up to ``max_blocks`` blocks of ``kernel<<<grid, block>>>(*args)`` (fewer once
@@ -218,11 +230,17 @@ def sample(kernel, grid, block, *args, max_blocks: int = 8, time_budget: float =
         raise ValueError(f"block={tuple(block3)} has {threads} threads; a block may have at "
                          f"most {simt.MAX_THREADS_PER_BLOCK}")
     names = simt._kernel_params(kernel)
+    written = _written_arrays(kernel, args)
     wrapped, top, shapes, arrays = [], 0, {}, {}
     for k, a in enumerate(args):
         name = names[k] if k < len(names) else f"arg{k}"
         if isinstance(a, np.ndarray):
-            a = np.ascontiguousarray(a).copy()   # the caller's arrays stay as they were
+            a = np.ascontiguousarray(a)
+            if written is None or name in written:
+                a = a.copy()   # the caller's arrays stay as they were
+            else:              # never written: a read-only view saves copying it
+                a = a.view()
+                a.flags.writeable = False
             start = round_up(top, simt.GLOBAL_ALIGN)
             wrapped.append(simt._GlobalArg(a, start, name))
             shapes[name] = ("global", a.shape, a.dtype.itemsize)
